@@ -1,0 +1,158 @@
+// Binds parsing and table export: the only code that turns core objects into Python ones.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "arrow/arrow_export.h"
+#include "bindings.h"
+#include "core/error.h"
+#include "importers/open_trace.h"
+#include "io/mapped_file.h"
+#include "tables/table_views.h"
+
+namespace py = pybind11;
+
+namespace tracecore::bindings {
+namespace {
+
+PyObject* g_trace_format_error = nullptr;  // tracecore._core.TraceFormatError (never freed)
+
+// A parsed trace as the Python layer holds it.
+struct PyTrace {
+  std::shared_ptr<const TraceTables> tables;
+  double parse_seconds = 0;
+};
+
+void ReleaseSchemaCapsule(PyObject* capsule) {
+  auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsule, "arrow_schema"));
+  if (schema == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  if (schema->release != nullptr) schema->release(schema);
+  delete schema;
+}
+
+void ReleaseArrayCapsule(PyObject* capsule) {
+  auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(capsule, "arrow_array"));
+  if (array == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  if (array->release != nullptr) array->release(array);
+  delete array;
+}
+
+// (schema capsule, array capsule) for table `name`: the Arrow PyCapsule interface.
+py::tuple ExportCapsules(const PyTrace& trace, const std::string& name) {
+  TableView view;
+  try {
+    view = DescribeTable(*trace.tables, name);
+  } catch (const std::out_of_range& e) {
+    throw py::key_error(e.what());
+  }
+  auto schema = std::make_unique<ArrowSchema>();
+  auto array = std::make_unique<ArrowArray>();
+  ExportTable(view, trace.tables->pool, trace.tables, schema.get(), array.get());
+  py::capsule schema_capsule(
+      py::reinterpret_steal<py::object>(PyCapsule_New(schema.get(), "arrow_schema", &ReleaseSchemaCapsule)));
+  schema.release();
+  py::capsule array_capsule(
+      py::reinterpret_steal<py::object>(PyCapsule_New(array.get(), "arrow_array", &ReleaseArrayCapsule)));
+  array.release();
+  return py::make_tuple(schema_capsule, array_capsule);
+}
+
+PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads) {
+  OpenOptions options;
+  options.format = format;
+  options.threads = threads;
+  const auto start = std::chrono::steady_clock::now();
+  PyTrace trace;
+  trace.tables = ParseTrace(*file, options);
+  trace.parse_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return trace;
+}
+
+py::dict Stats(const PyTrace& trace) {
+  const TraceTables& t = *trace.tables;
+  py::dict stats;
+  stats["bytes"] = t.input_bytes;
+  stats["parse_seconds"] = trace.parse_seconds;
+  stats["unknown_fields"] = t.unknown_fields;
+  stats["threads"] = t.threads_used;
+  stats["devices"] = t.devices.size();
+  stats["events"] = t.events.size();
+  stats["tensors"] = t.tensors.size();
+  stats["allocations"] = t.allocations.size();
+  stats["alloc_records"] = t.alloc_records.size();
+  stats["cost_graph_nodes"] = t.cost_graph.size();
+  stats["graph_nodes"] = t.graph_nodes.size();
+  stats["distinct_strings"] = t.pool.size();
+  return stats;
+}
+
+}  // namespace
+
+void RegisterErrors(py::module_& m) {
+  g_trace_format_error = PyErr_NewExceptionWithDoc(
+      "tracecore._core.TraceFormatError",
+      "The input is not a valid trace. `line`/`column` (text input) or `offset` (binary input) "
+      "say where; each is None when it does not apply.",
+      PyExc_ValueError, nullptr);
+  m.add_object("TraceFormatError", py::handle(g_trace_format_error));
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TraceFormatError& e) {
+      py::object instance = py::reinterpret_borrow<py::object>(g_trace_format_error)(e.what());
+      const bool text = e.where == TraceFormatError::Where::kText;
+      const bool binary = e.where == TraceFormatError::Where::kBinary;
+      auto or_none = [](bool present, uint64_t value) -> py::object {
+        return present ? py::object(py::int_(value)) : py::object(py::none());
+      };
+      instance.attr("line") = or_none(text, e.line);
+      instance.attr("column") = or_none(text, e.column);
+      instance.attr("offset") = or_none(binary, e.offset);
+      PyErr_SetObject(g_trace_format_error, instance.ptr());
+    } catch (const IoError& e) {
+      py::object args = py::make_tuple(e.error_number, e.what());
+      PyErr_SetObject(PyExc_OSError, args.ptr());
+    }
+  });
+}
+
+void RegisterTrace(py::module_& m) {
+  py::class_<PyTrace>(m, "Trace", "A parsed trace: immutable tables shared with every export.")
+      .def_property_readonly("kind", [](const PyTrace& t) { return t.tables->kind; })
+      .def_property_readonly("format", [](const PyTrace& t) { return t.tables->format; })
+      .def_property_readonly("num_events", [](const PyTrace& t) { return t.tables->events.size(); })
+      .def("stats", &Stats)
+      .def("export_table", &ExportCapsules, py::arg("name"),
+           "Exports table `name` as (arrow_schema, arrow_array) PyCapsules of a struct array.");
+  m.attr("TABLE_NAMES") = TableNames();
+
+  m.def(
+      "open_file",
+      [](const std::string& path, const std::string& format, int threads) {
+        py::gil_scoped_release release;
+        return Parse(MappedFile::Open(path), format, threads);
+      },
+      py::arg("path"), py::arg("format") = "auto", py::arg("threads") = 0,
+      "Memory-maps and parses a trace file.");
+  m.def(
+      "open_bytes",
+      [](py::bytes data, const std::string& format, int threads) {
+        std::shared_ptr<MappedFile> file = MappedFile::FromBuffer(std::string(data));
+        py::gil_scoped_release release;
+        return Parse(file, format, threads);
+      },
+      py::arg("data"), py::arg("format") = "auto", py::arg("threads") = 0,
+      "Parses a trace held in memory (e.g. decompressed .gz data).");
+}
+
+}  // namespace tracecore::bindings

@@ -1,0 +1,235 @@
+#include "arrow/arrow_export.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace tracecore {
+namespace {
+
+// Stands in for the data pointer of an empty vector: Arrow wants non-null buffers.
+alignas(64) const uint8_t kEmptyBuffer[64] = {};
+
+const void* NonNull(const void* p) { return p != nullptr ? p : kEmptyBuffer; }
+
+struct SchemaPrivate {
+  std::string format;
+  std::string name;
+  std::vector<ArrowSchema*> children;
+  ArrowSchema* dictionary = nullptr;
+};
+
+void ReleaseSchema(ArrowSchema* schema) {
+  auto* priv = static_cast<SchemaPrivate*>(schema->private_data);
+  for (ArrowSchema* child : priv->children) {
+    if (child->release != nullptr) child->release(child);
+    delete child;
+  }
+  if (priv->dictionary != nullptr) {
+    if (priv->dictionary->release != nullptr) priv->dictionary->release(priv->dictionary);
+    delete priv->dictionary;
+  }
+  delete priv;
+  schema->release = nullptr;
+}
+
+void InitSchema(ArrowSchema* out, std::string format, std::string name, int64_t flags) {
+  auto* priv = new SchemaPrivate();
+  priv->format = std::move(format);
+  priv->name = std::move(name);
+  out->format = priv->format.c_str();
+  out->name = priv->name.c_str();
+  out->metadata = nullptr;
+  out->flags = flags;
+  out->n_children = 0;
+  out->children = nullptr;
+  out->dictionary = nullptr;
+  out->release = &ReleaseSchema;
+  out->private_data = priv;
+}
+
+ArrowSchema* AddSchemaChild(ArrowSchema* parent, std::string format, std::string name) {
+  auto* priv = static_cast<SchemaPrivate*>(parent->private_data);
+  auto* child = new ArrowSchema();
+  InitSchema(child, std::move(format), std::move(name), ARROW_FLAG_NULLABLE);
+  priv->children.push_back(child);
+  parent->n_children = static_cast<int64_t>(priv->children.size());
+  parent->children = priv->children.data();
+  return child;
+}
+
+struct ArrayPrivate {
+  std::shared_ptr<const void> owner;
+  std::vector<const void*> buffers;
+  std::vector<std::vector<uint8_t>> bitmaps;
+  std::vector<int32_t> offsets;  // built only when a list's strings need their own offsets
+  std::vector<ArrowArray*> children;
+  ArrowArray* dictionary = nullptr;
+};
+
+void ReleaseArray(ArrowArray* array) {
+  auto* priv = static_cast<ArrayPrivate*>(array->private_data);
+  for (ArrowArray* child : priv->children) {
+    if (child->release != nullptr) child->release(child);
+    delete child;
+  }
+  if (priv->dictionary != nullptr) {
+    if (priv->dictionary->release != nullptr) priv->dictionary->release(priv->dictionary);
+    delete priv->dictionary;
+  }
+  delete priv;
+  array->release = nullptr;
+}
+
+ArrayPrivate* InitArray(ArrowArray* out, int64_t length, const std::shared_ptr<const void>& owner) {
+  auto* priv = new ArrayPrivate();
+  priv->owner = owner;
+  out->length = length;
+  out->null_count = 0;
+  out->offset = 0;
+  out->n_buffers = 0;
+  out->n_children = 0;
+  out->buffers = nullptr;
+  out->children = nullptr;
+  out->dictionary = nullptr;
+  out->release = &ReleaseArray;
+  out->private_data = priv;
+  return priv;
+}
+
+void SetBuffers(ArrowArray* out, ArrayPrivate* priv, std::vector<const void*> buffers) {
+  priv->buffers = std::move(buffers);
+  out->n_buffers = static_cast<int64_t>(priv->buffers.size());
+  out->buffers = priv->buffers.data();
+}
+
+ArrowArray* AddArrayChild(ArrowArray* parent, int64_t length) {
+  auto* priv = static_cast<ArrayPrivate*>(parent->private_data);
+  auto* child = new ArrowArray();
+  InitArray(child, length, priv->owner);
+  priv->children.push_back(child);
+  parent->n_children = static_cast<int64_t>(priv->children.size());
+  parent->children = priv->children.data();
+  return child;
+}
+
+// Packs one byte per row (non-zero = set) into an Arrow bitmap; counts the unset rows.
+std::vector<uint8_t> PackBits(const uint8_t* bytes, int64_t n, int64_t* unset) {
+  std::vector<uint8_t> bits(static_cast<size_t>((n + 7) / 8) + 1, 0);
+  int64_t zeros = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (bytes[i] != 0) {
+      bits[static_cast<size_t>(i >> 3)] |= static_cast<uint8_t>(1u << (i & 7));
+    } else {
+      ++zeros;
+    }
+  }
+  *unset = zeros;
+  return bits;
+}
+
+// Validity buffer for a column, or nullptr when every row is valid.
+const void* Validity(const ColumnView& c, ArrowArray* out, ArrayPrivate* priv) {
+  if (c.valid == nullptr) return nullptr;
+  int64_t nulls = 0;
+  std::vector<uint8_t> bits = PackBits(c.valid, c.length, &nulls);
+  if (nulls == 0) return nullptr;
+  out->null_count = nulls;
+  priv->bitmaps.push_back(std::move(bits));
+  return priv->bitmaps.back().data();
+}
+
+void ExportStrings(const StringColumn& s, int64_t length, ArrowArray* out, ArrayPrivate* priv) {
+  SetBuffers(out, priv, {nullptr, s.offsets.data(), NonNull(s.data.data())});
+  (void)length;
+}
+
+const char* FixedFormat(ColumnKind kind) {
+  switch (kind) {
+    case ColumnKind::kInt32: return "i";
+    case ColumnKind::kInt64: return "l";
+    case ColumnKind::kUInt32: return "I";
+    case ColumnKind::kUInt64: return "L";
+    case ColumnKind::kBool: return "b";
+    default: return nullptr;
+  }
+}
+
+void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
+                  ArrowArray* parent_array) {
+  ArrowArray* out = AddArrayChild(parent_array, c.length);
+  auto* priv = static_cast<ArrayPrivate*>(out->private_data);
+  switch (c.kind) {
+    case ColumnKind::kInt32:
+    case ColumnKind::kInt64:
+    case ColumnKind::kUInt32:
+    case ColumnKind::kUInt64: {
+      AddSchemaChild(parent_schema, FixedFormat(c.kind), c.name);
+      const void* validity = Validity(c, out, priv);
+      SetBuffers(out, priv, {validity, NonNull(c.values)});
+      return;
+    }
+    case ColumnKind::kBool: {
+      AddSchemaChild(parent_schema, "b", c.name);
+      int64_t unset = 0;
+      priv->bitmaps.push_back(PackBits(static_cast<const uint8_t*>(NonNull(c.values)), c.length, &unset));
+      SetBuffers(out, priv, {nullptr, priv->bitmaps.back().data()});
+      return;
+    }
+    case ColumnKind::kDictString: {
+      ArrowSchema* schema = AddSchemaChild(parent_schema, "i", c.name);
+      auto* schema_priv = static_cast<SchemaPrivate*>(schema->private_data);
+      schema_priv->dictionary = new ArrowSchema();
+      InitSchema(schema_priv->dictionary, "u", "", ARROW_FLAG_NULLABLE);
+      schema->dictionary = schema_priv->dictionary;
+      // Pool ids are uint32 but below 2^31 (the pool's byte limit bounds them): exported as int32.
+      const void* validity = Validity(c, out, priv);
+      SetBuffers(out, priv, {validity, NonNull(c.values)});
+      priv->dictionary = new ArrowArray();
+      ArrayPrivate* dict_priv = InitArray(priv->dictionary, pool.size(), priv->owner);
+      SetBuffers(priv->dictionary, dict_priv,
+                 {nullptr, pool.offsets().data(), NonNull(pool.bytes().data())});
+      out->dictionary = priv->dictionary;
+      return;
+    }
+    case ColumnKind::kString: {
+      AddSchemaChild(parent_schema, "u", c.name);
+      ExportStrings(*c.strings, c.length, out, priv);
+      return;
+    }
+    case ColumnKind::kListInt32:
+    case ColumnKind::kListInt64:
+    case ColumnKind::kListString: {
+      ArrowSchema* schema = AddSchemaChild(parent_schema, "+l", c.name);
+      SetBuffers(out, priv, {nullptr, c.list_offsets});
+      ArrowArray* child = AddArrayChild(out, c.values_length);
+      auto* child_priv = static_cast<ArrayPrivate*>(child->private_data);
+      if (c.kind == ColumnKind::kListString) {
+        AddSchemaChild(schema, "u", "item");
+        ExportStrings(*c.strings, c.values_length, child, child_priv);
+      } else {
+        AddSchemaChild(schema, c.kind == ColumnKind::kListInt32 ? "i" : "l", "item");
+        SetBuffers(child, child_priv, {nullptr, NonNull(c.values)});
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void ExportTable(const TableView& table, const StringPool& pool,
+                 std::shared_ptr<const void> owner, ArrowSchema* schema, ArrowArray* array) {
+  InitSchema(schema, "+s", "", 0);
+  ArrayPrivate* priv = InitArray(array, table.num_rows, owner);
+  SetBuffers(array, priv, {nullptr});
+  try {
+    for (const ColumnView& c : table.columns) ExportColumn(c, pool, schema, array);
+  } catch (...) {
+    schema->release(schema);
+    array->release(array);
+    throw;
+  }
+}
+
+}  // namespace tracecore

@@ -1,0 +1,66 @@
+// Interns strings to dense 32-bit ids. Id 0 is "".
+//
+// All bytes live in one contiguous buffer with an int32 offset per id, which is exactly the
+// layout of an Arrow string array: the pool is exported as the dictionary of every
+// dictionary-encoded column without copying. Every entry is distinct (pandas needs unique
+// categories), so a null is never a pool entry: nullable columns carry their own validity.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace tracecore {
+
+class StringPool {
+ public:
+  static constexpr uint32_t kEmptyId = 0;
+  // Returned by Intern for bytes that are not valid UTF-8; nothing is stored.
+  static constexpr uint32_t kInvalidUtf8 = 0xFFFFFFFFu;
+  // Largest total byte size (Arrow string arrays use int32 offsets).
+  static constexpr size_t kMaxBytes = 0x7FFFFFFFu;
+
+  StringPool();
+
+  // Returns the id of `s`, adding it if new. New strings are checked for UTF-8 validity.
+  uint32_t Intern(std::string_view s) {
+    const uint64_t hash = Hash(s);
+    size_t slot = static_cast<size_t>(hash) & mask_;
+    const uint32_t tag = static_cast<uint32_t>(hash >> 32) | 1u;  // never 0: 0 marks empty
+    for (;;) {
+      const uint64_t entry = slots_[slot];
+      if (entry == 0) break;
+      if (static_cast<uint32_t>(entry >> 32) == tag) {
+        const uint32_t id = static_cast<uint32_t>(entry);
+        if (Get(id) == s) return id;
+      }
+      slot = (slot + 1) & mask_;
+    }
+    return Insert(s, slot, tag);
+  }
+
+  std::string_view Get(uint32_t id) const {
+    const int32_t begin = offsets_[id];
+    return std::string_view(bytes_.data() + begin, static_cast<size_t>(offsets_[id + 1] - begin));
+  }
+
+  // Number of ids, including the empty string.
+  uint32_t size() const { return static_cast<uint32_t>(offsets_.size() - 1); }
+  const std::vector<int32_t>& offsets() const { return offsets_; }
+  const std::vector<char>& bytes() const { return bytes_; }
+
+  static uint64_t Hash(std::string_view s);
+  static bool IsValidUtf8(std::string_view s);
+
+ private:
+  uint32_t Insert(std::string_view s, size_t slot, uint32_t tag);
+  void Grow();
+
+  std::vector<char> bytes_;
+  std::vector<int32_t> offsets_;
+  // Open addressing, linear probing: (hash tag << 32) | id, 0 = empty slot.
+  std::vector<uint64_t> slots_;
+  size_t mask_ = 0;
+};
+
+}  // namespace tracecore

@@ -1,0 +1,49 @@
+// The one error type the core throws for bad input.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace tracecore {
+
+// Raised for any input that is not a valid trace. Carries where the problem is: a line and
+// column (text input), or a byte offset (binary input). The Python binding turns it into
+// tracecore.TraceFormatError.
+class TraceFormatError : public std::runtime_error {
+ public:
+  enum class Where { kNone, kText, kBinary };
+
+  explicit TraceFormatError(const std::string& what) : std::runtime_error(what) {}
+
+  static TraceFormatError AtText(uint64_t line, uint64_t column, const std::string& what) {
+    TraceFormatError e("line " + std::to_string(line) + ", column " + std::to_string(column) +
+                       ": " + what);
+    e.where = Where::kText;
+    e.line = line;
+    e.column = column;
+    return e;
+  }
+
+  static TraceFormatError AtByte(uint64_t offset, const std::string& what) {
+    TraceFormatError e("byte offset " + std::to_string(offset) + ": " + what);
+    e.where = Where::kBinary;
+    e.offset = offset;
+    return e;
+  }
+
+  Where where = Where::kNone;
+  uint64_t line = 0;
+  uint64_t column = 0;
+  uint64_t offset = 0;
+};
+
+// An operating-system failure (open, stat, mmap). Turned into OSError by the binding.
+class IoError : public std::runtime_error {
+ public:
+  IoError(const std::string& what, int error_number)
+      : std::runtime_error(what), error_number(error_number) {}
+  int error_number;
+};
+
+}  // namespace tracecore

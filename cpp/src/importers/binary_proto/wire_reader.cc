@@ -1,0 +1,69 @@
+#include "importers/binary_proto/wire_reader.h"
+
+namespace tracecore {
+namespace {
+constexpr int kMaxGroupDepth = 100;
+}
+
+uint64_t WireReader::VarintSlow(const uint8_t*& p, const uint8_t* end) const {
+  const uint8_t* at = p;
+  uint64_t value = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (p >= end) Fail(at, "truncated varint: input ends inside it");
+    const uint8_t byte = *p++;
+    value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
+    if (byte < 0x80) return value;
+  }
+  Fail(at, "varint longer than 10 bytes");
+}
+
+void WireReader::Skip(uint32_t field, uint32_t wire_type, const uint8_t*& p,
+                      const uint8_t* end) const {
+  const uint8_t* at = p;
+  switch (wire_type) {
+    case kVarint:
+      Varint(p, end);
+      return;
+    case kFixed64:
+      if (end - p < 8) Fail(at, "truncated fixed64 value");
+      p += 8;
+      return;
+    case kFixed32:
+      if (end - p < 4) Fail(at, "truncated fixed32 value");
+      p += 4;
+      return;
+    case kLengthDelimited:
+      LengthDelimited(p, end);
+      return;
+    case kStartGroup: {
+      // Groups nest; skip iteratively with a bounded stack of open field numbers.
+      uint32_t open[kMaxGroupDepth];
+      int depth = 0;
+      open[depth++] = field;
+      while (depth > 0) {
+        const uint8_t* key_at = p;
+        if (p >= end) Fail(at, "group (field " + std::to_string(open[depth - 1]) + ") is not closed");
+        const uint64_t key = Varint(p, end);
+        const uint32_t wt = static_cast<uint32_t>(key & 7);
+        const uint64_t number = key >> 3;
+        if (number == 0 || number > 0x1FFFFFFF) Fail(key_at, "invalid field number " + std::to_string(number));
+        if (wt == kStartGroup) {
+          if (depth == kMaxGroupDepth) Fail(key_at, "groups nested deeper than 100 levels");
+          open[depth++] = static_cast<uint32_t>(number);
+        } else if (wt == kEndGroup) {
+          if (open[depth - 1] != number) Fail(key_at, "end of group " + std::to_string(number) + " does not match the open group " + std::to_string(open[depth - 1]));
+          --depth;
+        } else {
+          Skip(static_cast<uint32_t>(number), wt, p, end);
+        }
+      }
+      return;
+    }
+    case kEndGroup:
+      Fail(at, "end-group marker without a matching start-group (field " + std::to_string(field) + ")");
+    default:
+      Fail(at, "invalid wire type " + std::to_string(wire_type) + " (field " + std::to_string(field) + ")");
+  }
+}
+
+}  // namespace tracecore

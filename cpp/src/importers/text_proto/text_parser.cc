@@ -1,0 +1,590 @@
+#include "importers/text_proto/text_parser.h"
+
+#include <string>
+#include <string_view>
+
+#include "importers/text_proto/text_cursor.h"
+#include "tables/dtypes.h"
+
+namespace tracecore {
+namespace {
+
+// Messages nest at most 9 deep in this schema; anything deeper is rejected before recursing.
+constexpr int kMaxDepth = 32;
+
+bool DtypeLookup(std::string_view name, int32_t* value) { return DataTypeFromName(name, value); }
+
+class TextParser {
+ public:
+  TextParser(const char* begin, const char* end, TraceBuilder& b) : c_(begin, end), b_(b) {}
+
+  void Run();
+
+ private:
+  // Parses one message value ("{ ... }" or "< ... >"), dispatching each field name to
+  // `on_field`, which parses the value and returns true, or returns false for a field that is
+  // skipped as unknown.
+  template <class OnField>
+  void Message(std::string_view field, OnField&& on_field) {
+    const char close = c_.OpenMessage(field);
+    const char* open_at = c_.pos() - 1;
+    if (++depth_ > kMaxDepth) c_.Fail(open_at, "messages nested deeper than 32 levels");
+    for (;;) {
+      c_.SkipWhitespace();
+      if (c_.at_end()) {
+        c_.Fail(c_.pos(), std::string("expected '") + close + "' to close '" +
+                              std::string(field) + "' opened at " + Where(open_at));
+      }
+      if (c_.peek() == close) {
+        c_.set_pos(c_.pos() + 1);
+        break;
+      }
+      const std::string_view name = c_.FieldName();
+      if (!on_field(name)) Unknown(name);
+      c_.SkipFieldSeparator();
+    }
+    --depth_;
+  }
+
+  // A message-typed field (after its name): optional ':', then one message or a list of them.
+  template <class Body>
+  void MessageField(std::string_view field, bool repeated, Body&& body) {
+    c_.TryConsume(':');
+    if (repeated) {
+      c_.Repeated(body);
+    } else {
+      body();
+    }
+  }
+
+  // A scalar field (after its name): ':' then one value or, if repeated, a list of them.
+  template <class Value>
+  void ScalarField(std::string_view field, bool repeated, Value&& value) {
+    c_.ExpectColon(field);
+    if (repeated) {
+      c_.Repeated(value);
+    } else {
+      value();
+    }
+  }
+
+  void Unknown(std::string_view name) {
+    b_.CountUnknownField();
+    c_.SkipValue(name);
+  }
+  // A known field whose value tracecore does not keep.
+  bool Ignore(std::string_view name) {
+    c_.SkipValue(name);
+    return true;
+  }
+
+  std::string Where(const char* at) {
+    try {
+      c_.Fail(at, "");
+    } catch (const TraceFormatError& e) {
+      return "line " + std::to_string(e.line) + ", column " + std::to_string(e.column);
+    }
+  }
+
+  int64_t Int64(std::string_view f) { return c_.Int64(f); }
+  uint32_t InternString(std::string_view field) {
+    c_.SkipWhitespace();
+    const char* at = c_.pos();
+    const uint32_t id = b_.pool().Intern(c_.String(field, &scratch_));
+    if (id == StringPool::kInvalidUtf8) c_.Fail(at, "string is not valid UTF-8 in field '" + std::string(field) + "'");
+    return id;
+  }
+  std::string_view CheckedString(std::string_view field) {
+    c_.SkipWhitespace();
+    const char* at = c_.pos();
+    const std::string_view s = c_.String(field, &scratch_);
+    if (!StringPool::IsValidUtf8(s)) c_.Fail(at, "string is not valid UTF-8 in field '" + std::string(field) + "'");
+    return s;
+  }
+
+  void StepStats();
+  void DeviceStepStats();
+  void NodeExecStats(int32_t device_index);
+  void AllocatorMemoryUsed(int64_t event_id);
+  void NodeOutput(int64_t event_id, int32_t output_index);
+  void TensorDescription(TensorFields* t);
+  void TensorShape(bool keep_dims, bool* unknown_rank);
+  void AllocationDescription(TensorFields* t);
+  void MemoryStats(int64_t event_id, EventFields* e);
+  void CostGraph();
+  void CostNode();
+  void GraphDef(std::string_view field);
+  void FunctionGraphs();
+
+  TextCursor c_;
+  TraceBuilder& b_;
+  std::string scratch_;
+  int depth_ = 0;
+};
+
+void TextParser::Run() {
+  TraceTables& t = b_.tables();
+  c_.SkipWhitespace();
+  if (c_.at_end()) {
+    c_.Fail(c_.pos(), "empty input: expected a StepStats ('dev_stats {') or a RunMetadata ('step_stats {')");
+  }
+  while (!c_.at_end()) {
+    const char* at = c_.pos();
+    const std::string_view name = c_.FieldName();
+    if (t.kind.empty()) {
+      if (name == "dev_stats") {
+        t.kind = "StepStats";
+      } else if (name == "step_stats" || name == "cost_graph" || name == "partition_graphs" ||
+                 name == "function_graphs" || name == "session_metadata") {
+        t.kind = "RunMetadata";
+      }
+    }
+    if (t.kind == "StepStats" && name == "dev_stats") {
+      MessageField(name, true, [&] { DeviceStepStats(); });
+    } else if (t.kind == "RunMetadata" && name == "step_stats") {
+      MessageField(name, false, [&] { StepStats(); });
+    } else if (t.kind == "RunMetadata" && name == "cost_graph") {
+      MessageField(name, false, [&] { CostGraph(); });
+    } else if (t.kind == "RunMetadata" && name == "partition_graphs") {
+      MessageField(name, true, [&] { GraphDef(name); });
+    } else if (t.kind == "RunMetadata" && name == "function_graphs") {
+      MessageField(name, true, [&] { FunctionGraphs(); });
+    } else if (t.kind == "RunMetadata" && name == "session_metadata") {
+      Ignore(name);
+    } else {
+      (void)at;
+      Unknown(name);
+    }
+    c_.SkipFieldSeparator();
+    c_.SkipWhitespace();
+  }
+  if (t.kind.empty()) {
+    c_.Fail(c_.begin(), "no StepStats ('dev_stats') or RunMetadata ('step_stats') field found");
+  }
+}
+
+void TextParser::StepStats() {
+  Message("step_stats", [&](std::string_view f) {
+    if (f == "dev_stats") {
+      MessageField(f, true, [&] { DeviceStepStats(); });
+      return true;
+    }
+    return false;
+  });
+}
+
+void TextParser::DeviceStepStats() {
+  const int32_t device_index = b_.BeginDevice();
+  const size_t first_event = b_.event_count();
+  const size_t first_thread_name = b_.thread_name_count();
+  uint32_t device = StringPool::kEmptyId;
+  Message("dev_stats", [&](std::string_view f) {
+    if (f == "node_stats") {
+      MessageField(f, true, [&] { NodeExecStats(device_index); });
+    } else if (f == "device") {
+      c_.ExpectColon(f);
+      device = InternString(f);
+    } else if (f == "thread_names") {
+      MessageField(f, true, [&] {
+        uint32_t key = 0;
+        std::string value;
+        Message(f, [&](std::string_view e) {
+          if (e == "key") {
+            ScalarField(e, false, [&] { key = c_.UInt32(e); });
+          } else if (e == "value") {
+            c_.ExpectColon(e);
+            value.assign(CheckedString(e));
+          } else {
+            return false;
+          }
+          return true;
+        });
+        b_.AddThreadName(device_index, key, value);
+      });
+    } else {
+      return false;
+    }
+    return true;
+  });
+  b_.EndDevice(device_index, device, first_event, first_thread_name);
+}
+
+void TextParser::NodeExecStats(int32_t device_index) {
+  const char* at = c_.pos();
+  const int64_t event_id = b_.BeginEvent();
+  EventFields e;
+  int32_t output_index = 0;
+  Message("node_stats", [&](std::string_view f) {
+    switch (f.size()) {
+      case 6:
+        if (f == "memory") {
+          MessageField(f, true, [&] { AllocatorMemoryUsed(event_id); });
+          return true;
+        }
+        if (f == "output") {
+          MessageField(f, true, [&] { NodeOutput(event_id, output_index++); });
+          return true;
+        }
+        break;
+      case 9:
+        if (f == "node_name") {
+          c_.ExpectColon(f);
+          e.node_name = InternString(f);
+          return true;
+        }
+        if (f == "thread_id") {
+          ScalarField(f, false, [&] { e.thread_id = c_.UInt32(f); });
+          return true;
+        }
+        break;
+      case 12:
+        if (f == "memory_stats") {
+          MessageField(f, false, [&] { MemoryStats(event_id, &e); });
+          return true;
+        }
+        break;
+      case 14:
+        if (f == "timeline_label") {
+          c_.ExpectColon(f);
+          b_.label_scratch().assign(CheckedString(f));
+          e.has_label = true;
+          return true;
+        }
+        break;
+      case 15:
+        if (f == "all_start_nanos") {
+          ScalarField(f, false, [&] { e.all_start_nanos = Int64(f); });
+          return true;
+        }
+        if (f == "scheduled_nanos") {
+          ScalarField(f, false, [&] { e.scheduled_nanos = Int64(f); });
+          return true;
+        }
+        break;
+      case 16:
+        if (f == "all_start_micros") {
+          ScalarField(f, false, [&] { e.all_start_micros = Int64(f); });
+          return true;
+        }
+        if (f == "scheduled_micros") {
+          ScalarField(f, false, [&] { e.scheduled_micros = Int64(f); });
+          return true;
+        }
+        if (f == "op_end_rel_nanos") {
+          ScalarField(f, false, [&] { e.op_end_rel_nanos = Int64(f); });
+          return true;
+        }
+        break;
+      case 17:
+        if (f == "op_end_rel_micros") {
+          ScalarField(f, false, [&] { e.op_end_rel_micros = Int64(f); });
+          return true;
+        }
+        if (f == "all_end_rel_nanos") {
+          ScalarField(f, false, [&] { e.all_end_rel_nanos = Int64(f); });
+          return true;
+        }
+        if (f == "referenced_tensor") {
+          return Ignore(f);
+        }
+        break;
+      case 18:
+        if (f == "all_end_rel_micros") {
+          ScalarField(f, false, [&] { e.all_end_rel_micros = Int64(f); });
+          return true;
+        }
+        if (f == "op_start_rel_nanos") {
+          ScalarField(f, false, [&] { e.op_start_rel_nanos = Int64(f); });
+          return true;
+        }
+        break;
+      case 19:
+        if (f == "op_start_rel_micros") {
+          ScalarField(f, false, [&] { e.op_start_rel_micros = Int64(f); });
+          return true;
+        }
+        break;
+      default:
+        break;
+    }
+    return false;
+  });
+  if (const char* error = b_.EndEvent(device_index, e)) c_.Fail(at, error);
+}
+
+void TextParser::AllocatorMemoryUsed(int64_t event_id) {
+  AllocationFields a;
+  const size_t first_record = b_.alloc_record_count();
+  Message("memory", [&](std::string_view f) {
+    if (f == "allocator_name") {
+      c_.ExpectColon(f);
+      a.allocator = InternString(f);
+    } else if (f == "total_bytes") {
+      ScalarField(f, false, [&] { a.total_bytes = Int64(f); });
+    } else if (f == "peak_bytes") {
+      ScalarField(f, false, [&] { a.peak_bytes = Int64(f); });
+    } else if (f == "live_bytes") {
+      ScalarField(f, false, [&] { a.live_bytes = Int64(f); });
+    } else if (f == "allocator_bytes_in_use") {
+      ScalarField(f, false, [&] { a.allocator_bytes_in_use = Int64(f); });
+    } else if (f == "allocation_records") {
+      MessageField(f, true, [&] {
+        const char* at = c_.pos();
+        int64_t micros = 0, bytes = 0;
+        Message(f, [&](std::string_view r) {
+          if (r == "alloc_micros") {
+            ScalarField(r, false, [&] { micros = Int64(r); });
+          } else if (r == "alloc_bytes") {
+            ScalarField(r, false, [&] { bytes = Int64(r); });
+          } else {
+            return false;
+          }
+          return true;
+        });
+        bool overflow = false;
+        b_.AddAllocRecord(event_id, micros, bytes, &overflow);
+        if (overflow) c_.Fail(at, "alloc_micros out of range: nanoseconds overflow int64");
+      });
+    } else {
+      return false;
+    }
+    return true;
+  });
+  b_.EndAllocation(event_id, a, first_record);
+}
+
+void TextParser::NodeOutput(int64_t event_id, int32_t output_index) {
+  TensorFields t;
+  Message("output", [&](std::string_view f) {
+    if (f == "slot") {
+      ScalarField(f, false, [&] { t.slot = c_.Int32(f); });
+    } else if (f == "tensor_description") {
+      MessageField(f, false, [&] { TensorDescription(&t); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+  b_.EndTensor(event_id, output_index, t);
+}
+
+void TextParser::TensorDescription(TensorFields* t) {
+  Message("tensor_description", [&](std::string_view f) {
+    if (f == "dtype") {
+      ScalarField(f, false, [&] { t->dtype = c_.Enum(f, DtypeLookup); });
+    } else if (f == "shape") {
+      MessageField(f, false, [&] { TensorShape(true, &t->unknown_rank); });
+    } else if (f == "allocation_description") {
+      MessageField(f, false, [&] { AllocationDescription(t); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+void TextParser::TensorShape(bool keep_dims, bool* unknown_rank) {
+  Message("shape", [&](std::string_view f) {
+    if (f == "dim") {
+      MessageField(f, true, [&] {
+        int64_t size = 0;
+        Message(f, [&](std::string_view d) {
+          if (d == "size") {
+            ScalarField(d, false, [&] { size = Int64(d); });
+          } else if (d == "name") {
+            c_.ExpectColon(d);
+            CheckedString(d);
+          } else {
+            return false;
+          }
+          return true;
+        });
+        if (keep_dims) b_.AddDim(size);
+      });
+    } else if (f == "unknown_rank") {
+      ScalarField(f, false, [&] { *unknown_rank = c_.Bool(f); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+void TextParser::AllocationDescription(TensorFields* t) {
+  Message("allocation_description", [&](std::string_view f) {
+    if (f == "requested_bytes") {
+      ScalarField(f, false, [&] { t->requested_bytes = Int64(f); });
+    } else if (f == "allocated_bytes") {
+      ScalarField(f, false, [&] { t->allocated_bytes = Int64(f); });
+    } else if (f == "allocator_name") {
+      c_.ExpectColon(f);
+      t->allocator = InternString(f);
+    } else if (f == "allocation_id") {
+      ScalarField(f, false, [&] { t->allocation_id = Int64(f); });
+    } else if (f == "has_single_reference") {
+      ScalarField(f, false, [&] { t->has_single_reference = c_.Bool(f); });
+    } else if (f == "ptr") {
+      ScalarField(f, false, [&] { t->ptr = c_.UInt64(f); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+void TextParser::MemoryStats(int64_t event_id, EventFields* e) {
+  Message("memory_stats", [&](std::string_view f) {
+    if (f == "temp_memory_size") {
+      ScalarField(f, false, [&] { e->temp_memory_size = Int64(f); });
+    } else if (f == "persistent_memory_size") {
+      ScalarField(f, false, [&] { e->persistent_memory_size = Int64(f); });
+    } else if (f == "persistent_tensor_alloc_ids") {
+      ScalarField(f, true, [&] { b_.AddPersistentTensor(event_id, Int64(f)); });
+    } else if (f == "device_temp_memory_size" || f == "device_persistent_memory_size") {
+      ScalarField(f, false, [&] { Int64(f); });
+    } else if (f == "device_persistent_tensor_alloc_ids") {
+      ScalarField(f, true, [&] { Int64(f); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+void TextParser::CostGraph() {
+  Message("cost_graph", [&](std::string_view f) {
+    if (f == "node") {
+      MessageField(f, true, [&] { CostNode(); });
+      return true;
+    }
+    if (f == "cost") return Ignore(f);
+    return false;
+  });
+}
+
+void TextParser::CostNode() {
+  CostNodeFields n;
+  CostGraphTable& cg = b_.cost_graph();
+  Message("node", [&](std::string_view f) {
+    if (f == "name") {
+      c_.ExpectColon(f);
+      n.name = InternString(f);
+    } else if (f == "device") {
+      c_.ExpectColon(f);
+      n.device = InternString(f);
+    } else if (f == "id") {
+      ScalarField(f, false, [&] { n.id = c_.Int32(f); });
+    } else if (f == "input_info") {
+      MessageField(f, true, [&] {
+        int32_t preceding_node = 0;
+        Message(f, [&](std::string_view i) {
+          if (i == "preceding_node") {
+            ScalarField(i, false, [&] { preceding_node = c_.Int32(i); });
+          } else if (i == "preceding_port") {
+            ScalarField(i, false, [&] { c_.Int32(i); });
+          } else {
+            return false;
+          }
+          return true;
+        });
+        cg.input_nodes.values.push_back(preceding_node);
+      });
+    } else if (f == "output_info") {
+      MessageField(f, true, [&] {
+        int64_t size = 0;
+        Message(f, [&](std::string_view o) {
+          if (o == "size") {
+            ScalarField(o, false, [&] { size = Int64(o); });
+          } else if (o == "alias_input_port") {
+            ScalarField(o, false, [&] { Int64(o); });
+          } else if (o == "shape") {
+            bool unknown_rank = false;
+            MessageField(o, false, [&] { TensorShape(false, &unknown_rank); });
+          } else if (o == "dtype") {
+            ScalarField(o, false, [&] { c_.Enum(o, DtypeLookup); });
+          } else {
+            return false;
+          }
+          return true;
+        });
+        cg.output_sizes.values.push_back(size);
+      });
+    } else if (f == "temporary_memory_size") {
+      ScalarField(f, false, [&] { n.temporary_memory_size = Int64(f); });
+    } else if (f == "persistent_memory_size") {
+      ScalarField(f, false, [&] { n.persistent_memory_size = Int64(f); });
+    } else if (f == "is_final") {
+      ScalarField(f, false, [&] { n.is_final = c_.Bool(f); });
+    } else if (f == "control_input") {
+      ScalarField(f, true, [&] { cg.control_inputs.values.push_back(c_.Int32(f)); });
+    } else if (f == "compute_cost") {
+      ScalarField(f, false, [&] { n.compute_cost = Int64(f); });
+    } else if (f == "compute_time") {
+      ScalarField(f, false, [&] { n.compute_time = Int64(f); });
+    } else if (f == "memory_time") {
+      ScalarField(f, false, [&] { n.memory_time = Int64(f); });
+    } else if (f == "inaccurate") {
+      ScalarField(f, false, [&] { n.inaccurate = c_.Bool(f); });
+    } else if (f == "host_temp_memory_size" || f == "device_temp_memory_size" ||
+               f == "device_persistent_memory_size") {
+      ScalarField(f, false, [&] { Int64(f); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+  b_.EndCostNode(n);
+}
+
+void TextParser::GraphDef(std::string_view field) {
+  const int32_t graph_index = b_.BeginGraph();
+  Message(field, [&](std::string_view f) {
+    if (f != "node") return false;
+    MessageField(f, true, [&] {
+      GraphNodeFields n;
+      Message(f, [&](std::string_view d) {
+        if (d == "name") {
+          c_.ExpectColon(d);
+          n.name = InternString(d);
+        } else if (d == "op") {
+          c_.ExpectColon(d);
+          n.op = InternString(d);
+        } else if (d == "device") {
+          c_.ExpectColon(d);
+          n.device = InternString(d);
+        } else if (d == "input") {
+          ScalarField(d, true, [&] { b_.AddGraphInput(CheckedString(d)); });
+        } else if (d == "attr") {
+          return Ignore(d);
+        } else {
+          return false;
+        }
+        return true;
+      });
+      b_.EndGraphNode(graph_index, n);
+    });
+    return true;
+  });
+}
+
+void TextParser::FunctionGraphs() {
+  Message("function_graphs", [&](std::string_view f) {
+    if (f == "partition_graphs") {
+      MessageField(f, true, [&] { GraphDef(f); });
+    } else if (f == "pre_optimization_graph" || f == "post_optimization_graph") {
+      MessageField(f, false, [&] { GraphDef(f); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+}  // namespace
+
+void ParseTextProto(const char* begin, const char* end, TraceBuilder& builder) {
+  TextParser parser(begin, end, builder);
+  parser.Run();
+}
+
+}  // namespace tracecore

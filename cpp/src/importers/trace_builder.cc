@@ -1,0 +1,233 @@
+#include "importers/trace_builder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tables/dtypes.h"
+
+namespace tracecore {
+namespace {
+
+// The op of an event: "name = Op(inputs)" in the timeline label (after an optional
+// "[allocator ...] " prefix), else the part after the last ':' of a GPU-stream record's
+// "name:Op" node name, else none (kNoOp).
+constexpr uint32_t kNoOp = 0xFFFFFFFEu;
+uint32_t DeriveOp(StringPool& pool, std::string_view label, bool has_label,
+                  std::string_view node_name) {
+  if (has_label) {
+    std::string_view body = label;
+    if (!body.empty() && body.front() == '[') {
+      const size_t close = body.find("] ");
+      if (close != std::string_view::npos) body.remove_prefix(close + 2);
+    }
+    const size_t eq = body.find(" = ");
+    if (eq != std::string_view::npos) {
+      std::string_view rest = body.substr(eq + 3);
+      const size_t paren = rest.find('(');
+      if (paren != std::string_view::npos) {
+        rest = rest.substr(0, paren);
+      } else {
+        const char* ws = " \t\n\r\f\v";
+        const size_t b = rest.find_first_not_of(ws);
+        rest = b == std::string_view::npos ? std::string_view() : rest.substr(b);
+        const size_t e = rest.find_last_not_of(ws);
+        rest = rest.substr(0, e == std::string_view::npos ? 0 : e + 1);
+      }
+      return pool.Intern(rest);
+    }
+  }
+  const size_t colon = node_name.rfind(':');
+  if (colon != std::string_view::npos) return pool.Intern(node_name.substr(colon + 1));
+  return kNoOp;
+}
+
+}  // namespace
+
+TraceBuilder::TraceBuilder(TraceTables& out) : t_(out) {}
+
+int32_t TraceBuilder::BeginDevice() {
+  const auto index = static_cast<int32_t>(t_.devices.device.size());
+  t_.devices.device_index.push_back(index);
+  t_.devices.device.push_back(StringPool::kEmptyId);
+  t_.devices.kind.push_back(static_cast<uint8_t>(DeviceKind::kOther));
+  t_.devices.n_events.push_back(0);
+  return index;
+}
+
+void TraceBuilder::EndDevice(int32_t device_index, uint32_t device_name, size_t first_event,
+                             size_t first_thread_name) {
+  t_.devices.device[device_index] = device_name;
+  t_.devices.kind[device_index] =
+      static_cast<uint8_t>(ClassifyDevice(t_.pool.Get(device_name)));
+  const size_t n = t_.events.size();
+  std::fill(t_.events.device.begin() + first_event, t_.events.device.begin() + n, device_name);
+  t_.devices.n_events[device_index] = static_cast<int64_t>(n - first_event);
+
+  // thread_names is a map: a key seen twice keeps its last value (at the first key's place).
+  ThreadNameTable& tn = t_.thread_names;
+  const size_t end = tn.size();
+  if (end - first_thread_name < 2) return;
+  bool duplicate = false;
+  for (size_t i = first_thread_name; i < end && !duplicate; ++i) {
+    for (size_t j = i + 1; j < end; ++j) {
+      if (tn.thread_id[i] == tn.thread_id[j]) {
+        duplicate = true;
+        break;
+      }
+    }
+  }
+  if (!duplicate) return;
+  std::vector<uint32_t> ids(tn.thread_id.begin() + first_thread_name, tn.thread_id.end());
+  std::vector<std::string> names;
+  for (size_t i = first_thread_name; i < end; ++i) {
+    names.emplace_back(tn.name.data.data() + tn.name.offsets[i],
+                       static_cast<size_t>(tn.name.offsets[i + 1] - tn.name.offsets[i]));
+  }
+  tn.device_index.resize(first_thread_name);
+  tn.thread_id.resize(first_thread_name);
+  tn.name.data.resize(static_cast<size_t>(tn.name.offsets[first_thread_name]));
+  tn.name.offsets.resize(first_thread_name + 1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    bool seen_before = false;
+    for (size_t j = 0; j < i; ++j) seen_before = seen_before || ids[j] == ids[i];
+    if (seen_before) continue;
+    size_t last = i;
+    for (size_t j = i + 1; j < ids.size(); ++j) {
+      if (ids[j] == ids[i]) last = j;
+    }
+    AddThreadName(device_index, ids[i], names[last]);
+  }
+}
+
+const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
+  EventTable& e = t_.events;
+  int64_t start, end, op_start, op_end, scheduled = 0;
+  bool overflow = false;
+  if (f.all_start_nanos != 0) {
+    start = f.all_start_nanos;
+    overflow |= __builtin_add_overflow(start, f.all_end_rel_nanos, &end);
+    overflow |= __builtin_add_overflow(start, f.op_start_rel_nanos, &op_start);
+    overflow |= __builtin_add_overflow(start, f.op_end_rel_nanos, &op_end);
+  } else {
+    int64_t rel;
+    overflow |= __builtin_mul_overflow(f.all_start_micros, int64_t{1000}, &start);
+    overflow |= __builtin_mul_overflow(f.all_end_rel_micros, int64_t{1000}, &rel);
+    overflow |= __builtin_add_overflow(start, rel, &end);
+    overflow |= __builtin_mul_overflow(f.op_start_rel_micros, int64_t{1000}, &rel);
+    overflow |= __builtin_add_overflow(start, rel, &op_start);
+    overflow |= __builtin_mul_overflow(f.op_end_rel_micros, int64_t{1000}, &rel);
+    overflow |= __builtin_add_overflow(start, rel, &op_end);
+  }
+  bool has_scheduled = true;
+  if (f.scheduled_nanos != 0) {
+    scheduled = f.scheduled_nanos;
+  } else if (f.scheduled_micros != 0) {
+    overflow |= __builtin_mul_overflow(f.scheduled_micros, int64_t{1000}, &scheduled);
+  } else {
+    has_scheduled = false;
+  }
+  if (overflow) return "event time out of range: nanoseconds overflow int64";
+
+  e.device_index.push_back(device_index);
+  e.device.push_back(StringPool::kEmptyId);  // filled by EndDevice
+  e.node_name.push_back(f.node_name);
+  const uint32_t op = DeriveOp(t_.pool, label_, f.has_label, t_.pool.Get(f.node_name));
+  const bool has_op = op != kNoOp && op != StringPool::kInvalidUtf8;
+  e.op.push_back(has_op ? op : StringPool::kEmptyId);
+  e.op_valid.push_back(has_op ? 1 : 0);
+  e.timeline_label.Append(label_);
+  e.start_ns.push_back(start);
+  e.end_ns.push_back(end);
+  e.op_start_ns.push_back(op_start);
+  e.op_end_ns.push_back(op_end);
+  e.scheduled_ns.push_back(scheduled);
+  e.scheduled_valid.push_back(has_scheduled ? 1 : 0);
+  e.thread_id.push_back(f.thread_id);
+  e.temp_memory_size.push_back(f.temp_memory_size);
+  e.persistent_memory_size.push_back(f.persistent_memory_size);
+  return nullptr;
+}
+
+uint32_t TraceBuilder::DtypeId(int32_t dtype) {
+  if (dtype >= 0 && dtype < 256) {
+    uint32_t& cached = dtype_ids_[dtype];
+    if (cached == 0) cached = t_.pool.Intern(DataTypeName(dtype));
+    return cached;
+  }
+  return t_.pool.Intern(DataTypeName(dtype));
+}
+
+void TraceBuilder::EndTensor(int64_t event_id, int32_t output_index, const TensorFields& f) {
+  TensorTable& t = t_.tensors;
+  const size_t first_dim = t.shape.open_row_start();
+  bool known = !f.unknown_rank;
+  int64_t elements = 1;
+  for (size_t i = first_dim; i < t.shape.values.size() && known; ++i) {
+    const int64_t d = t.shape.values[i];
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements)) known = false;
+  }
+  t.shape.CloseRow();
+  t.event_id.push_back(event_id);
+  t.output_index.push_back(output_index);
+  t.slot.push_back(f.slot);
+  t.dtype.push_back(DtypeId(f.dtype));
+  t.unknown_rank.push_back(f.unknown_rank ? 1 : 0);
+  t.num_elements.push_back(known ? elements : 0);
+  t.num_elements_valid.push_back(known ? 1 : 0);
+  t.requested_bytes.push_back(f.requested_bytes);
+  t.allocated_bytes.push_back(f.allocated_bytes);
+  t.allocator.push_back(f.allocator);
+  t.allocation_id.push_back(f.allocation_id);
+  t.ptr.push_back(f.ptr);
+  t.has_single_reference.push_back(f.has_single_reference ? 1 : 0);
+}
+
+void TraceBuilder::EndAllocation(int64_t event_id, const AllocationFields& f,
+                                 size_t first_record) {
+  AllocationTable& a = t_.allocations;
+  a.event_id.push_back(event_id);
+  a.allocator.push_back(f.allocator);
+  a.total_bytes.push_back(f.total_bytes);
+  a.peak_bytes.push_back(f.peak_bytes);
+  a.live_bytes.push_back(f.live_bytes);
+  a.allocator_bytes_in_use.push_back(f.allocator_bytes_in_use);
+  auto& alloc = t_.alloc_records.allocator;
+  std::fill(alloc.begin() + first_record, alloc.end(), f.allocator);
+}
+
+void TraceBuilder::EndCostNode(const CostNodeFields& f) {
+  CostGraphTable& c = t_.cost_graph;
+  c.name.push_back(f.name);
+  c.device.push_back(f.device);
+  c.id.push_back(f.id);
+  c.compute_cost.push_back(f.compute_cost);
+  c.compute_time.push_back(f.compute_time);
+  c.memory_time.push_back(f.memory_time);
+  c.temporary_memory_size.push_back(f.temporary_memory_size);
+  c.persistent_memory_size.push_back(f.persistent_memory_size);
+  c.is_final.push_back(f.is_final ? 1 : 0);
+  c.inaccurate.push_back(f.inaccurate ? 1 : 0);
+  c.input_nodes.CloseRow();
+  c.control_inputs.CloseRow();
+  c.output_sizes.CloseRow();
+}
+
+void TraceBuilder::EndGraphNode(int32_t graph_index, const GraphNodeFields& f) {
+  GraphNodeTable& g = t_.graph_nodes;
+  g.graph_index.push_back(graph_index);
+  g.name.push_back(f.name);
+  g.op.push_back(f.op);
+  g.device.push_back(f.device);
+  g.inputs.CloseRow();
+}
+
+void TraceBuilder::Finish() {
+  EventTable& e = t_.events;
+  e.event_id.resize(e.size());
+  for (size_t i = 0; i < e.event_id.size(); ++i) e.event_id[i] = static_cast<int64_t>(i);
+  DeviceTable& d = t_.devices;
+  d.kind_name = StringColumn();
+  for (uint8_t kind : d.kind) d.kind_name.Append(DeviceKindName(static_cast<DeviceKind>(kind)));
+}
+
+}  // namespace tracecore

@@ -1,0 +1,148 @@
+// The sink every importer feeds: it turns the fields of one message at a time into table rows.
+//
+// Importers parse a message's scalar fields into one of the *Fields structs below (a repeated
+// scalar seen twice: the last value wins, as in protobuf), append repeated children as they meet
+// them, and call End*() when the message closes. Nothing here allocates per record beyond the
+// amortised growth of the column vectors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tables/trace_tables.h"
+
+namespace tracecore {
+
+struct EventFields {
+  uint32_t node_name = StringPool::kEmptyId;
+  bool has_label = false;  // the label itself is in TraceBuilder::label_scratch()
+  int64_t all_start_micros = 0;
+  int64_t op_start_rel_micros = 0;
+  int64_t op_end_rel_micros = 0;
+  int64_t all_end_rel_micros = 0;
+  int64_t scheduled_micros = 0;
+  int64_t all_start_nanos = 0;
+  int64_t op_start_rel_nanos = 0;
+  int64_t op_end_rel_nanos = 0;
+  int64_t all_end_rel_nanos = 0;
+  int64_t scheduled_nanos = 0;
+  uint32_t thread_id = 0;
+  int64_t temp_memory_size = 0;
+  int64_t persistent_memory_size = 0;
+};
+
+struct TensorFields {
+  int32_t slot = 0;
+  int32_t dtype = 0;
+  bool unknown_rank = false;
+  int64_t requested_bytes = 0;
+  int64_t allocated_bytes = 0;
+  uint32_t allocator = StringPool::kEmptyId;
+  int64_t allocation_id = 0;
+  uint64_t ptr = 0;
+  bool has_single_reference = false;
+};
+
+struct AllocationFields {
+  uint32_t allocator = StringPool::kEmptyId;
+  int64_t total_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t live_bytes = 0;
+  int64_t allocator_bytes_in_use = 0;
+};
+
+struct CostNodeFields {
+  uint32_t name = StringPool::kEmptyId;
+  uint32_t device = StringPool::kEmptyId;
+  int32_t id = 0;
+  int64_t compute_cost = 0;
+  int64_t compute_time = 0;
+  int64_t memory_time = 0;
+  int64_t temporary_memory_size = 0;
+  int64_t persistent_memory_size = 0;
+  bool is_final = false;
+  bool inaccurate = false;
+};
+
+struct GraphNodeFields {
+  uint32_t name = StringPool::kEmptyId;
+  uint32_t op = StringPool::kEmptyId;
+  uint32_t device = StringPool::kEmptyId;
+};
+
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(TraceTables& out);
+
+  TraceTables& tables() { return t_; }
+  StringPool& pool() { return t_.pool; }
+
+  // Device blocks. Events are added between Begin and End; the device name may come anywhere
+  // in the block, so it is filled into the block's events at the end.
+  int32_t BeginDevice();
+  void EndDevice(int32_t device_index, uint32_t device_name, size_t first_event,
+                 size_t first_thread_name);
+  size_t event_count() const { return t_.events.size(); }
+  size_t thread_name_count() const { return t_.thread_names.size(); }
+  void AddThreadName(int32_t device_index, uint32_t thread_id, std::string_view name) {
+    t_.thread_names.device_index.push_back(device_index);
+    t_.thread_names.thread_id.push_back(thread_id);
+    t_.thread_names.name.Append(name);
+  }
+
+  // Events. BeginEvent returns the id children refer to; EndEvent returns nullptr or a
+  // description of what is wrong with the record (e.g. a time out of int64 range).
+  int64_t BeginEvent() {
+    label_.clear();
+    return next_event_id_++;
+  }
+  std::string& label_scratch() { return label_; }
+  const char* EndEvent(int32_t device_index, const EventFields& f);
+
+  // Tensors: dims are appended as met, then EndTensor closes the row.
+  void AddDim(int64_t size) { t_.tensors.shape.values.push_back(size); }
+  void EndTensor(int64_t event_id, int32_t output_index, const TensorFields& f);
+
+  // Allocator usage: records are appended as met; EndAllocation fills their allocator.
+  size_t alloc_record_count() const { return t_.alloc_records.size(); }
+  void AddAllocRecord(int64_t event_id, int64_t alloc_micros, int64_t bytes, bool* overflow) {
+    int64_t ns;
+    if (__builtin_mul_overflow(alloc_micros, int64_t{1000}, &ns)) *overflow = true;
+    t_.alloc_records.event_id.push_back(event_id);
+    t_.alloc_records.allocator.push_back(StringPool::kEmptyId);
+    t_.alloc_records.time_ns.push_back(ns);
+    t_.alloc_records.bytes.push_back(bytes);
+  }
+  void EndAllocation(int64_t event_id, const AllocationFields& f, size_t first_record);
+
+  void AddPersistentTensor(int64_t event_id, int64_t allocation_id) {
+    t_.persistent_tensors.event_id.push_back(event_id);
+    t_.persistent_tensors.allocation_id.push_back(allocation_id);
+  }
+
+  // Cost graph nodes: list values are appended to the table's list columns as met.
+  CostGraphTable& cost_graph() { return t_.cost_graph; }
+  void EndCostNode(const CostNodeFields& f);
+
+  // Graph nodes: inputs are appended as met.
+  void AddGraphInput(std::string_view input) { t_.graph_nodes.inputs.values.Append(input); }
+  int32_t BeginGraph() { return next_graph_index_++; }
+  void EndGraphNode(int32_t graph_index, const GraphNodeFields& f);
+
+  void CountUnknownField() { ++t_.unknown_fields; }
+
+  // Derives the per-table columns that need the whole trace (event ids, device counts).
+  void Finish();
+
+ private:
+  uint32_t DtypeId(int32_t dtype);
+
+  TraceTables& t_;
+  std::string label_;
+  int64_t next_event_id_ = 0;
+  int32_t next_graph_index_ = 0;
+  uint32_t dtype_ids_[256] = {};
+};
+
+}  // namespace tracecore

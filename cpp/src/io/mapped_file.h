@@ -1,0 +1,45 @@
+// An owned, read-only view of a whole input: a memory mapping of a file, or a heap buffer where
+// mapping is impossible (decompressed .gz data, pipes, bytes handed over from Python).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tracecore {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. Throws IoError when the file cannot be opened or mapped.
+  static std::shared_ptr<MappedFile> Open(const std::string& path);
+  // Takes ownership of bytes already in memory.
+  static std::shared_ptr<MappedFile> FromBuffer(std::string bytes);
+
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool is_mapped() const { return mapping_ != nullptr; }
+
+  // Tells the kernel that [begin, end) has been consumed and its pages may be dropped from
+  // this process's resident set (they stay in the page cache). No-op for heap buffers.
+  void ReleaseConsumed(size_t begin, size_t end) const;
+
+  // True when the file on disk is now shorter than it was when it was mapped (another process
+  // truncated it while we were reading).
+  bool ShrankSinceOpen() const;
+
+ private:
+  MappedFile() = default;
+
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+  void* mapping_ = nullptr;
+  std::string path_;
+  std::string heap_;
+};
+
+}  // namespace tracecore

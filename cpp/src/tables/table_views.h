@@ -1,0 +1,49 @@
+// The one place that names every column of every table and its type. A TableView points into
+// a TraceTables' vectors; the Arrow exporter turns it into Arrow arrays without copying.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tables/trace_tables.h"
+
+namespace tracecore {
+
+enum class ColumnKind {
+  kInt32,
+  kInt64,
+  kUInt32,
+  kUInt64,
+  kBool,        // one byte per row in `values`, bit-packed on export
+  kDictString,  // uint32 string-pool ids in `values`
+  kString,      // `strings`
+  kListInt32,   // `list_offsets` + int32 `values`
+  kListInt64,   // `list_offsets` + int64 `values`
+  kListString,  // `list_offsets` + `strings`
+};
+
+struct ColumnView {
+  const char* name;
+  ColumnKind kind;
+  int64_t length;
+  const void* values = nullptr;
+  int64_t values_length = 0;             // list columns: number of child values
+  const uint8_t* valid = nullptr;        // optional: one byte per row, 0 = null
+  const StringColumn* strings = nullptr;
+  const int32_t* list_offsets = nullptr;
+};
+
+struct TableView {
+  std::vector<ColumnView> columns;
+  int64_t num_rows = 0;
+};
+
+// Table names in the order the Python layer lists them.
+const std::vector<std::string>& TableNames();
+
+// The columns of table `name` of `t`. Throws std::out_of_range for an unknown name.
+TableView DescribeTable(const TraceTables& t, std::string_view name);
+
+}  // namespace tracecore

@@ -1,0 +1,144 @@
+// The parsed trace: every table's columns, and the one string pool their names index.
+//
+// Dictionary-encoded columns hold StringPool ids (uint32). Nullable columns keep a byte per row
+// in a `*_valid` vector (1 = present). Once a parse finishes the
+// tables are immutable and shared (std::shared_ptr<const TraceTables>) by every export and query.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "containers/columns.h"
+#include "containers/string_pool.h"
+
+namespace tracecore {
+
+enum class DeviceKind : uint8_t { kExecutor = 0, kStream, kStreamAll, kMemcpy, kOther };
+const char* DeviceKindName(DeviceKind kind);
+DeviceKind ClassifyDevice(std::string_view device);
+
+struct DeviceTable {
+  std::vector<int32_t> device_index;
+  std::vector<uint32_t> device;
+  std::vector<uint8_t> kind;  // DeviceKind
+  StringColumn kind_name;     // DeviceKindName(kind), filled by TraceBuilder::Finish
+  std::vector<int64_t> n_events;
+  size_t size() const { return device.size(); }
+};
+
+struct EventTable {
+  std::vector<int64_t> event_id;
+  std::vector<int32_t> device_index;
+  std::vector<uint32_t> device;
+  std::vector<uint32_t> node_name;
+  std::vector<uint32_t> op;
+  std::vector<uint8_t> op_valid;
+  StringColumn timeline_label;
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  std::vector<int64_t> op_start_ns;
+  std::vector<int64_t> op_end_ns;
+  std::vector<int64_t> scheduled_ns;
+  std::vector<uint8_t> scheduled_valid;
+  std::vector<uint32_t> thread_id;
+  std::vector<int64_t> temp_memory_size;
+  std::vector<int64_t> persistent_memory_size;
+  size_t size() const { return node_name.size(); }
+};
+
+struct TensorTable {
+  std::vector<int64_t> event_id;
+  std::vector<int32_t> output_index;
+  std::vector<int32_t> slot;
+  std::vector<uint32_t> dtype;
+  ListColumn<int64_t> shape;
+  std::vector<uint8_t> unknown_rank;
+  std::vector<int64_t> num_elements;
+  std::vector<uint8_t> num_elements_valid;
+  std::vector<int64_t> requested_bytes;
+  std::vector<int64_t> allocated_bytes;
+  std::vector<uint32_t> allocator;
+  std::vector<int64_t> allocation_id;
+  std::vector<uint64_t> ptr;
+  std::vector<uint8_t> has_single_reference;
+  size_t size() const { return event_id.size(); }
+};
+
+struct AllocationTable {
+  std::vector<int64_t> event_id;
+  std::vector<uint32_t> allocator;
+  std::vector<int64_t> total_bytes;
+  std::vector<int64_t> peak_bytes;
+  std::vector<int64_t> live_bytes;
+  std::vector<int64_t> allocator_bytes_in_use;
+  size_t size() const { return event_id.size(); }
+};
+
+struct AllocRecordTable {
+  std::vector<int64_t> event_id;
+  std::vector<uint32_t> allocator;
+  std::vector<int64_t> time_ns;
+  std::vector<int64_t> bytes;
+  size_t size() const { return event_id.size(); }
+};
+
+struct CostGraphTable {
+  std::vector<uint32_t> name;
+  std::vector<uint32_t> device;
+  std::vector<int32_t> id;
+  std::vector<int64_t> compute_cost;
+  std::vector<int64_t> compute_time;
+  std::vector<int64_t> memory_time;
+  std::vector<int64_t> temporary_memory_size;
+  std::vector<int64_t> persistent_memory_size;
+  std::vector<uint8_t> is_final;
+  std::vector<uint8_t> inaccurate;
+  ListColumn<int32_t> input_nodes;
+  ListColumn<int32_t> control_inputs;
+  ListColumn<int64_t> output_sizes;
+  size_t size() const { return name.size(); }
+};
+
+struct GraphNodeTable {
+  std::vector<int32_t> graph_index;
+  std::vector<uint32_t> name;
+  std::vector<uint32_t> op;
+  std::vector<uint32_t> device;
+  ListStringColumn inputs;
+  size_t size() const { return name.size(); }
+};
+
+struct ThreadNameTable {
+  std::vector<int32_t> device_index;
+  std::vector<uint32_t> thread_id;
+  StringColumn name;
+  size_t size() const { return device_index.size(); }
+};
+
+struct PersistentTensorTable {
+  std::vector<int64_t> event_id;
+  std::vector<int64_t> allocation_id;
+  size_t size() const { return event_id.size(); }
+};
+
+struct TraceTables {
+  StringPool pool;
+  DeviceTable devices;
+  EventTable events;
+  TensorTable tensors;
+  AllocationTable allocations;
+  AllocRecordTable alloc_records;
+  CostGraphTable cost_graph;
+  GraphNodeTable graph_nodes;
+  ThreadNameTable thread_names;
+  PersistentTensorTable persistent_tensors;
+
+  std::string kind;    // "StepStats" | "RunMetadata"
+  std::string format;  // "text" | "binary"
+  uint64_t input_bytes = 0;
+  uint64_t unknown_fields = 0;
+  int threads_used = 1;
+};
+
+}  // namespace tracecore

@@ -1,0 +1,179 @@
+"""The Trace object: parsed tables exposed as pyarrow Tables, without copying."""
+
+from __future__ import annotations
+
+import builtins
+import gzip
+import os
+import zlib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from . import _core
+from ._core import TraceFormatError
+
+_FORMATS = ("auto", "text", "binary")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def sample_path() -> Path:
+    """Path of the sample trace bundled with tracecore (one LSTM training step, StepStats text)."""
+    return Path(str(resources.files("tracecore") / "data" / "sample_lstm_step.pbtxt.gz"))
+
+
+def _reraise_with_path(error: TraceFormatError, path: str) -> TraceFormatError:
+    located = TraceFormatError(f"{path}: {error}")
+    located.line = getattr(error, "line", None)
+    located.column = getattr(error, "column", None)
+    located.offset = getattr(error, "offset", None)
+    located.path = path
+    return located
+
+
+def _read_gzip(path: str) -> bytes:
+    try:
+        with gzip.open(path, "rb") as f:
+            return f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        raise TraceFormatError(f"{path}: corrupt or truncated gzip data ({e})") from None
+
+
+def open(
+    path: str | os.PathLike[str],
+    *,
+    format: str = "auto",
+    threads: int = 0,
+) -> Trace:
+    """Parses a TensorFlow trace dump into columnar tables.
+
+    Args:
+        path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``);
+            gzip-compressed files are decompressed transparently.
+        format: ``"auto"`` (detect), ``"text"`` or ``"binary"``.
+        threads: parser threads; 0 uses every core.
+
+    Raises:
+        TraceFormatError: the file is not a valid trace (the message says where and why).
+        OSError: the file cannot be read.
+    """
+    if format not in _FORMATS:
+        raise ValueError(f"format must be one of {_FORMATS}, not {format!r}")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+        raise ValueError(f"threads must be a non-negative int, not {threads!r}")
+    path_str = os.fspath(path)
+    with builtins.open(path_str, "rb") as f:
+        magic = f.read(2)
+    try:
+        if magic == _GZIP_MAGIC:
+            core = _core.open_bytes(_read_gzip(path_str), format, threads)
+        else:
+            core = _core.open_file(path_str, format, threads)
+    except TraceFormatError as e:
+        raise _reraise_with_path(e, path_str) from None
+    return Trace(core, path_str)
+
+
+class Trace:
+    """A parsed trace. Every table is a :class:`pyarrow.Table` whose buffers are owned by the
+    native core and stay valid for as long as any table (or slice of one) is alive, even after
+    the Trace itself is gone."""
+
+    def __init__(self, core: _core.Trace, source: str | None = None) -> None:
+        self._core = core
+        self._source = source
+        self._tables: dict[str, pa.Table] = {}
+
+    # -- tables ----------------------------------------------------------------------------
+    def table(self, name: str) -> pa.Table:
+        """The table called ``name`` (one of :attr:`table_names`)."""
+        cached = self._tables.get(name)
+        if cached is None:
+            schema_capsule, array_capsule = self._core.export_table(name)
+            batch = pa.RecordBatch._import_from_c_capsule(schema_capsule, array_capsule)
+            cached = pa.Table.from_batches([batch])
+            self._tables[name] = cached
+        return cached
+
+    @property
+    def table_names(self) -> list[str]:
+        return list(_core.TABLE_NAMES)
+
+    @property
+    def devices(self) -> pa.Table:
+        """One row per DeviceStepStats block: device_index, device, kind, n_events."""
+        return self.table("devices")
+
+    @property
+    def events(self) -> pa.Table:
+        """One row per NodeExecStats, in file order, times in absolute nanoseconds."""
+        return self.table("events")
+
+    @property
+    def tensors(self) -> pa.Table:
+        """One row per NodeOutput: dtype, shape, bytes and allocation of each output tensor."""
+        return self.table("tensors")
+
+    @property
+    def allocations(self) -> pa.Table:
+        """One row per AllocatorMemoryUsed: per-op allocator usage."""
+        return self.table("allocations")
+
+    @property
+    def alloc_records(self) -> pa.Table:
+        """One row per AllocationRecord: time_ns and signed bytes per allocator."""
+        return self.table("alloc_records")
+
+    @property
+    def cost_graph(self) -> pa.Table:
+        """One row per CostGraphDef node (empty unless the dump is a RunMetadata with one)."""
+        return self.table("cost_graph")
+
+    @property
+    def graph_nodes(self) -> pa.Table:
+        """One row per NodeDef of the RunMetadata's partition and function graphs."""
+        return self.table("graph_nodes")
+
+    @property
+    def thread_names(self) -> pa.Table:
+        """DeviceStepStats.thread_names: device_index, thread_id, name."""
+        return self.table("thread_names")
+
+    @property
+    def persistent_tensors(self) -> pa.Table:
+        """MemoryStats.persistent_tensor_alloc_ids: event_id, allocation_id."""
+        return self.table("persistent_tensors")
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        """"StepStats" or "RunMetadata"."""
+        return self._core.kind
+
+    @property
+    def format(self) -> str:
+        """"text" or "binary"."""
+        return self._core.format
+
+    @property
+    def source(self) -> str | None:
+        return self._source
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Input size, parse time, row counts and the number of unknown fields skipped."""
+        return dict(self._core.stats())
+
+    def __len__(self) -> int:
+        return int(self._core.num_events)
+
+    def __repr__(self) -> str:
+        s = self.stats
+        mb = s["bytes"] / 1e6
+        return (
+            f"<tracecore.Trace {self.kind} ({self.format}, {mb:.1f} MB) from {self._source!r}: "
+            f"{s['events']} events on {s['devices']} device blocks, {s['tensors']} tensors, "
+            f"{s['alloc_records']} allocation records>"
+        )
