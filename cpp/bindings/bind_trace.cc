@@ -20,12 +20,6 @@ namespace {
 
 PyObject* g_trace_format_error = nullptr;  // tracecore._core.TraceFormatError (never freed)
 
-// A parsed trace as the Python layer holds it.
-struct PyTrace {
-  std::shared_ptr<const TraceTables> tables;
-  double parse_seconds = 0;
-};
-
 void ReleaseSchemaCapsule(PyObject* capsule) {
   auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsule, "arrow_schema"));
   if (schema == nullptr) {
@@ -46,24 +40,14 @@ void ReleaseArrayCapsule(PyObject* capsule) {
   delete array;
 }
 
-// (schema capsule, array capsule) for table `name`: the Arrow PyCapsule interface.
-py::tuple ExportCapsules(const PyTrace& trace, const std::string& name) {
+py::tuple ExportNamedTable(const PyTrace& trace, const std::string& name) {
   TableView view;
   try {
     view = DescribeTable(*trace.tables, name);
   } catch (const std::out_of_range& e) {
     throw py::key_error(e.what());
   }
-  auto schema = std::make_unique<ArrowSchema>();
-  auto array = std::make_unique<ArrowArray>();
-  ExportTable(view, trace.tables->pool, trace.tables, schema.get(), array.get());
-  py::capsule schema_capsule(
-      py::reinterpret_steal<py::object>(PyCapsule_New(schema.get(), "arrow_schema", &ReleaseSchemaCapsule)));
-  schema.release();
-  py::capsule array_capsule(
-      py::reinterpret_steal<py::object>(PyCapsule_New(array.get(), "arrow_array", &ReleaseArrayCapsule)));
-  array.release();
-  return py::make_tuple(schema_capsule, array_capsule);
+  return ExportCapsules(view, trace.tables->pool, trace.tables);
 }
 
 PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads) {
@@ -97,6 +81,20 @@ py::dict Stats(const PyTrace& trace) {
 }
 
 }  // namespace
+
+py::tuple ExportCapsules(const TableView& view, const StringPool& pool,
+                         std::shared_ptr<const void> owner) {
+  auto schema = std::make_unique<ArrowSchema>();
+  auto array = std::make_unique<ArrowArray>();
+  ExportTable(view, pool, std::move(owner), schema.get(), array.get());
+  py::capsule schema_capsule(py::reinterpret_steal<py::object>(
+      PyCapsule_New(schema.get(), "arrow_schema", &ReleaseSchemaCapsule)));
+  schema.release();
+  py::capsule array_capsule(py::reinterpret_steal<py::object>(
+      PyCapsule_New(array.get(), "arrow_array", &ReleaseArrayCapsule)));
+  array.release();
+  return py::make_tuple(schema_capsule, array_capsule);
+}
 
 void RegisterErrors(py::module_& m) {
   g_trace_format_error = PyErr_NewExceptionWithDoc(
@@ -132,7 +130,7 @@ void RegisterTrace(py::module_& m) {
       .def_property_readonly("format", [](const PyTrace& t) { return t.tables->format; })
       .def_property_readonly("num_events", [](const PyTrace& t) { return t.tables->events.size(); })
       .def("stats", &Stats)
-      .def("export_table", &ExportCapsules, py::arg("name"),
+      .def("export_table", &ExportNamedTable, py::arg("name"),
            "Exports table `name` as (arrow_schema, arrow_array) PyCapsules of a struct array.");
   m.attr("TABLE_NAMES") = TableNames();
 

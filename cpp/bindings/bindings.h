@@ -3,9 +3,36 @@
 
 #include <pybind11/pybind11.h>
 
+#include <memory>
+#include <mutex>
+
+#include "containers/string_pool.h"
+#include "tables/table_views.h"
+#include "tables/trace_tables.h"
+
+namespace tracecore::query {
+class IntervalIndex;
+}
+
 namespace tracecore::bindings {
+
+// A parsed trace as the Python layer holds it: immutable tables plus lazily built indexes.
+struct PyTrace {
+  std::shared_ptr<const TraceTables> tables;
+  double parse_seconds = 0;
+  struct Indexes {
+    std::once_flag interval_once;
+    std::shared_ptr<const query::IntervalIndex> interval;
+  };
+  std::shared_ptr<Indexes> indexes = std::make_shared<Indexes>();
+};
+
+// (arrow_schema, arrow_array) PyCapsules for `view`; `owner` keeps its buffers alive.
+pybind11::tuple ExportCapsules(const TableView& view, const StringPool& pool,
+                               std::shared_ptr<const void> owner);
 
 void RegisterErrors(pybind11::module_& m);
 void RegisterTrace(pybind11::module_& m);
+void RegisterQueries(pybind11::module_& m);
 
 }  // namespace tracecore::bindings

@@ -6,4 +6,5 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "tracecore native core: parsers, tables and queries (private; use the tracecore package)";
   tracecore::bindings::RegisterErrors(m);
   tracecore::bindings::RegisterTrace(m);
+  tracecore::bindings::RegisterQueries(m);
 }

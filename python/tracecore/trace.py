@@ -10,10 +10,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from . import _core
+from ._arrow import table_from_capsules
 from ._core import TraceFormatError
+from .replay import MemoryReplay, replay
 
 _FORMATS = ("auto", "text", "binary")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -91,9 +94,7 @@ class Trace:
         """The table called ``name`` (one of :attr:`table_names`)."""
         cached = self._tables.get(name)
         if cached is None:
-            schema_capsule, array_capsule = self._core.export_table(name)
-            batch = pa.RecordBatch._import_from_c_capsule(schema_capsule, array_capsule)
-            cached = pa.Table.from_batches([batch])
+            cached = table_from_capsules(self._core.export_table(name))
             self._tables[name] = cached
         return cached
 
@@ -145,6 +146,80 @@ class Trace:
     def persistent_tensors(self) -> pa.Table:
         """MemoryStats.persistent_tensor_alloc_ids: event_id, allocation_id."""
         return self.table("persistent_tensors")
+
+    # -- queries ---------------------------------------------------------------------------
+    def _event_mask(self, selection: Any, what: str) -> np.ndarray | None:
+        """A uint8 mask over events from None, a boolean mask or an array of event ids."""
+        if selection is None:
+            return None
+        if isinstance(selection, (pa.Array, pa.ChunkedArray)):
+            selection = selection.to_numpy(zero_copy_only=False)
+        arr = np.asarray(selection)
+        n = len(self)
+        if arr.dtype == np.bool_:
+            if arr.shape != (n,):
+                raise ValueError(f"{what}: a boolean mask needs one entry per event ({n})")
+            return arr.astype(np.uint8)
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"{what}: expected event ids (integers) or a boolean mask")
+        ids = arr.astype(np.int64, copy=False).ravel()
+        if ids.size and (ids.min() < 0 or ids.max() >= n):
+            raise IndexError(f"{what}: event ids must be in [0, {n})")
+        mask = np.zeros(n, dtype=np.uint8)
+        mask[ids] = 1
+        return mask
+
+    def overlaps(self, left: Any = None, right: Any = None, *, same_device: bool = True) -> pa.Table:
+        """Pairs of events whose ``[start_ns, end_ns)`` intervals overlap.
+
+        With no arguments: every unordered overlapping pair once (``left < right``). With
+        ``left`` and/or ``right`` (event ids or boolean masks; a missing side means all events):
+        every ordered pair ``(l, r)``, ``l != r``, that overlaps. ``same_device`` keeps only pairs
+        in the same device block. Returns ``left, right, overlap_ns`` sorted by (left, right).
+
+        Example: GPU kernels overlapping a memcpy::
+
+            kernels = t.events["op"] != "MEMCPYHtoD"
+            t.overlaps(kernels, ~kernels, same_device=False)
+        """
+        l_mask = self._event_mask(left, "left")
+        r_mask = self._event_mask(right, "right")
+        if l_mask is not None and r_mask is None:
+            r_mask = np.ones(len(self), dtype=np.uint8)
+        if r_mask is not None and l_mask is None:
+            l_mask = np.ones(len(self), dtype=np.uint8)
+        return table_from_capsules(_core.overlaps(self._core, l_mask, r_mask, bool(same_device)))
+
+    def window(self, start_ns: int, end_ns: int) -> pa.Array:
+        """Ids (ascending) of the events active in ``[start_ns, end_ns)``: those with
+        ``start_ns < end`` and ``start < end_ns``. Uses an interval index built once per trace."""
+        return pa.array(_core.window(self._core, int(start_ns), int(end_ns)), type=pa.int64())
+
+    def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
+        """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
+        ``utilization``, ``max_concurrency`` and ``idle_gaps``; with ``bin_ns``, the busy fraction of
+        every time bin (a utilization timeline)."""
+        if by != "device":
+            raise ValueError(f"occupancy is computed per device block; by must be 'device', not {by!r}")
+        if bin_ns is not None and (int(bin_ns) <= 0):
+            raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
+        return table_from_capsules(
+            _core.occupancy(self._core, None if bin_ns is None else int(bin_ns))
+        )
+
+    def replay(
+        self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None
+    ) -> MemoryReplay:
+        """Replays memory per allocator. ``source="records"`` replays the allocation records;
+        ``source="tensors"`` reproduces TensorFlow timeline.py's tensor-lifetime model exactly.
+        ``baseline="snapshot"`` (records only) aligns the level with the allocator's first
+        ``allocator_bytes_in_use`` snapshot."""
+        return replay(self, source, allocator, baseline)
+
+    def op_stats(self, by: str = "op") -> pa.Table:
+        """Time per op type (``by="op"``), node (``"node_name"``) or device block (``"device"``):
+        ``n_events, total_ns, mean_ns, max_ns, busy_ns, share, executor_ns, stream_ns``."""
+        return table_from_capsules(_core.op_stats(self._core, by))
 
     # -- metadata --------------------------------------------------------------------------
     @property

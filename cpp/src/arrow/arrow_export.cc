@@ -150,6 +150,7 @@ const char* FixedFormat(ColumnKind kind) {
     case ColumnKind::kInt64: return "l";
     case ColumnKind::kUInt32: return "I";
     case ColumnKind::kUInt64: return "L";
+    case ColumnKind::kFloat64: return "g";
     case ColumnKind::kBool: return "b";
     default: return nullptr;
   }
@@ -163,7 +164,8 @@ void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* pare
     case ColumnKind::kInt32:
     case ColumnKind::kInt64:
     case ColumnKind::kUInt32:
-    case ColumnKind::kUInt64: {
+    case ColumnKind::kUInt64:
+    case ColumnKind::kFloat64: {
       AddSchemaChild(parent_schema, FixedFormat(c.kind), c.name);
       const void* validity = Validity(c, out, priv);
       SetBuffers(out, priv, {validity, NonNull(c.values)});

@@ -39,6 +39,23 @@ class StringPool {
     return Insert(s, slot, tag);
   }
 
+  // The id of `s`, or kNotFound; never adds.
+  static constexpr uint32_t kNotFound = 0xFFFFFFFEu;
+  uint32_t Find(std::string_view s) const {
+    const uint64_t hash = Hash(s);
+    size_t slot = static_cast<size_t>(hash) & mask_;
+    const uint32_t tag = static_cast<uint32_t>(hash >> 32) | 1u;
+    for (;;) {
+      const uint64_t entry = slots_[slot];
+      if (entry == 0) return kNotFound;
+      if (static_cast<uint32_t>(entry >> 32) == tag) {
+        const uint32_t id = static_cast<uint32_t>(entry);
+        if (Get(id) == s) return id;
+      }
+      slot = (slot + 1) & mask_;
+    }
+  }
+
   std::string_view Get(uint32_t id) const {
     const int32_t begin = offsets_[id];
     return std::string_view(bytes_.data() + begin, static_cast<size_t>(offsets_[id + 1] - begin));

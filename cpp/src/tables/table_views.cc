@@ -3,29 +3,14 @@
 #include <stdexcept>
 
 namespace tracecore {
+namespace columns {
 namespace {
-
 template <class T>
 ColumnView Fixed(const char* name, ColumnKind kind, const std::vector<T>& v,
                  const std::vector<uint8_t>* valid = nullptr) {
   ColumnView c{name, kind, static_cast<int64_t>(v.size())};
   c.values = v.data();
   if (valid != nullptr) c.valid = valid->data();
-  return c;
-}
-ColumnView I32(const char* n, const std::vector<int32_t>& v) { return Fixed(n, ColumnKind::kInt32, v); }
-ColumnView I64(const char* n, const std::vector<int64_t>& v, const std::vector<uint8_t>* valid = nullptr) {
-  return Fixed(n, ColumnKind::kInt64, v, valid);
-}
-ColumnView U32(const char* n, const std::vector<uint32_t>& v) { return Fixed(n, ColumnKind::kUInt32, v); }
-ColumnView U64(const char* n, const std::vector<uint64_t>& v) { return Fixed(n, ColumnKind::kUInt64, v); }
-ColumnView Bool(const char* n, const std::vector<uint8_t>& v) { return Fixed(n, ColumnKind::kBool, v); }
-ColumnView Dict(const char* n, const std::vector<uint32_t>& v, const std::vector<uint8_t>* valid = nullptr) {
-  return Fixed(n, ColumnKind::kDictString, v, valid);
-}
-ColumnView Str(const char* n, const StringColumn& s) {
-  ColumnView c{n, ColumnKind::kString, static_cast<int64_t>(s.size())};
-  c.strings = &s;
   return c;
 }
 template <class T>
@@ -36,21 +21,53 @@ ColumnView List(const char* n, ColumnKind kind, const ListColumn<T>& l) {
   c.values_length = static_cast<int64_t>(l.values.size());
   return c;
 }
-ColumnView ListStr(const char* n, const ListStringColumn& l) {
+}  // namespace
+
+ColumnView Int32(const char* n, const std::vector<int32_t>& v) { return Fixed(n, ColumnKind::kInt32, v); }
+ColumnView Int64(const char* n, const std::vector<int64_t>& v, const std::vector<uint8_t>* valid) {
+  return Fixed(n, ColumnKind::kInt64, v, valid);
+}
+ColumnView UInt32(const char* n, const std::vector<uint32_t>& v) { return Fixed(n, ColumnKind::kUInt32, v); }
+ColumnView UInt64(const char* n, const std::vector<uint64_t>& v) { return Fixed(n, ColumnKind::kUInt64, v); }
+ColumnView Float64(const char* n, const std::vector<double>& v) { return Fixed(n, ColumnKind::kFloat64, v); }
+ColumnView Bool(const char* n, const std::vector<uint8_t>& v) { return Fixed(n, ColumnKind::kBool, v); }
+ColumnView Dict(const char* n, const std::vector<uint32_t>& v, const std::vector<uint8_t>* valid) {
+  return Fixed(n, ColumnKind::kDictString, v, valid);
+}
+ColumnView String(const char* n, const StringColumn& s) {
+  ColumnView c{n, ColumnKind::kString, static_cast<int64_t>(s.size())};
+  c.strings = &s;
+  return c;
+}
+ColumnView ListInt32(const char* n, const ListColumn<int32_t>& l) { return List(n, ColumnKind::kListInt32, l); }
+ColumnView ListInt64(const char* n, const ListColumn<int64_t>& l) { return List(n, ColumnKind::kListInt64, l); }
+ColumnView ListString(const char* n, const ListStringColumn& l) {
   ColumnView c{n, ColumnKind::kListString, static_cast<int64_t>(l.size())};
   c.list_offsets = l.offsets.data();
   c.strings = &l.values;
   c.values_length = static_cast<int64_t>(l.values.size());
   return c;
 }
+}  // namespace columns
 
-TableView Make(int64_t rows, std::vector<ColumnView> columns) {
-  for (const ColumnView& c : columns) {
+TableView MakeTableView(int64_t rows, std::vector<ColumnView> cols) {
+  for (const ColumnView& c : cols) {
     if (c.length != rows) throw std::logic_error(std::string("column length mismatch: ") + c.name);
   }
-  return TableView{std::move(columns), rows};
+  return TableView{std::move(cols), rows};
 }
 
+namespace {
+using namespace columns;
+ColumnView I32(const char* n, const std::vector<int32_t>& v) { return Int32(n, v); }
+ColumnView I64(const char* n, const std::vector<int64_t>& v, const std::vector<uint8_t>* valid = nullptr) {
+  return Int64(n, v, valid);
+}
+ColumnView U32(const char* n, const std::vector<uint32_t>& v) { return UInt32(n, v); }
+ColumnView U64(const char* n, const std::vector<uint64_t>& v) { return UInt64(n, v); }
+ColumnView Str(const char* n, const StringColumn& s) { return String(n, s); }
+ColumnView ListStr(const char* n, const ListStringColumn& l) { return ListString(n, l); }
+TableView Make(int64_t rows, std::vector<ColumnView> cols) { return MakeTableView(rows, std::move(cols)); }
 }  // namespace
 
 const std::vector<std::string>& TableNames() {
@@ -84,7 +101,7 @@ TableView DescribeTable(const TraceTables& t, std::string_view name) {
     return Make(static_cast<int64_t>(x.size()),
                 {I64("event_id", x.event_id), I32("output_index", x.output_index),
                  I32("slot", x.slot), Dict("dtype", x.dtype),
-                 List("shape", ColumnKind::kListInt64, x.shape),
+                 ListInt64("shape", x.shape),
                  Bool("unknown_rank", x.unknown_rank),
                  I64("num_elements", x.num_elements, &x.num_elements_valid),
                  I64("requested_bytes", x.requested_bytes),
@@ -115,9 +132,9 @@ TableView DescribeTable(const TraceTables& t, std::string_view name) {
                  I64("temporary_memory_size", c.temporary_memory_size),
                  I64("persistent_memory_size", c.persistent_memory_size),
                  Bool("is_final", c.is_final), Bool("inaccurate", c.inaccurate),
-                 List("input_nodes", ColumnKind::kListInt32, c.input_nodes),
-                 List("control_inputs", ColumnKind::kListInt32, c.control_inputs),
-                 List("output_sizes", ColumnKind::kListInt64, c.output_sizes)});
+                 ListInt32("input_nodes", c.input_nodes),
+                 ListInt32("control_inputs", c.control_inputs),
+                 ListInt64("output_sizes", c.output_sizes)});
   }
   if (name == "graph_nodes") {
     const GraphNodeTable& g = t.graph_nodes;

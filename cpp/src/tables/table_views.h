@@ -16,6 +16,7 @@ enum class ColumnKind {
   kInt64,
   kUInt32,
   kUInt64,
+  kFloat64,
   kBool,        // one byte per row in `values`, bit-packed on export
   kDictString,  // uint32 string-pool ids in `values`
   kString,      // `strings`
@@ -39,6 +40,26 @@ struct TableView {
   std::vector<ColumnView> columns;
   int64_t num_rows = 0;
 };
+
+// Column constructors over owned vectors (the views borrow; the vectors must outlive them).
+namespace columns {
+ColumnView Int32(const char* name, const std::vector<int32_t>& v);
+ColumnView Int64(const char* name, const std::vector<int64_t>& v,
+                 const std::vector<uint8_t>* valid = nullptr);
+ColumnView UInt32(const char* name, const std::vector<uint32_t>& v);
+ColumnView UInt64(const char* name, const std::vector<uint64_t>& v);
+ColumnView Float64(const char* name, const std::vector<double>& v);
+ColumnView Bool(const char* name, const std::vector<uint8_t>& v);
+ColumnView Dict(const char* name, const std::vector<uint32_t>& ids,
+                const std::vector<uint8_t>* valid = nullptr);
+ColumnView String(const char* name, const StringColumn& s);
+ColumnView ListInt32(const char* name, const ListColumn<int32_t>& l);
+ColumnView ListInt64(const char* name, const ListColumn<int64_t>& l);
+ColumnView ListString(const char* name, const ListStringColumn& l);
+}  // namespace columns
+
+// Checks every column has `rows` rows and bundles them.
+TableView MakeTableView(int64_t rows, std::vector<ColumnView> columns);
 
 // Table names in the order the Python layer lists them.
 const std::vector<std::string>& TableNames();

@@ -1,0 +1,171 @@
+"""pytest-benchmark suite: tracecore.open() against protobuf's Python parser.
+
+    pytest bench/                                   # benchmarks (needs pytest-benchmark)
+    pytest bench/ --benchmark-disable               # each body once, as a plain test
+    pytest bench/ --benchmark-json out.json         # machine-readable figures
+
+Inputs (generated once by make_trace.py, cached under bench/data/, never committed): a ~20 MB
+StepStats text dump, its binary form, and a ~2 MB prefix of the text (what the Python text
+parser can do in reasonable time). Every benchmark asserts the event count, so a wrong parse
+fails even with --benchmark-disable. `extra_info` carries MB/s and events/s (from the minimum
+round time; MB = 1e6 bytes).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH_DIR = Path(__file__).resolve().parent
+if str(BENCH_DIR) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR))
+
+import make_trace  # noqa: E402
+
+SIZE_MB = 20
+PREFIX_MB = 2
+MB = 1_000_000
+
+
+@pytest.fixture(scope="session")
+def dumps() -> dict:
+    """{"text": TraceInfo, "binary": TraceInfo}: the ~20 MB pair (cached in bench/data/)."""
+    return make_trace.ensure_pair(SIZE_MB, make_trace.DEFAULT_OUT)
+
+
+@pytest.fixture(scope="session")
+def text_prefix(dumps) -> dict:
+    """A ~2 MB prefix of the text dump, cut at a top-level dev_stats, as a file and as bytes."""
+    data = make_trace.text_prefix(dumps["text"].path, PREFIX_MB * MB)
+    name = f"{make_trace.default_name(SIZE_MB)}_prefix{PREFIX_MB}MB.pbtxt"
+    path = Path(dumps["text"].path).with_name(name)
+    if not path.exists() or path.read_bytes() != data:
+        path.write_bytes(data)
+    events = len(re.findall(rb"(?m)^  node_stats \{$", data))
+    return {"path": str(path), "data": data, "bytes": len(data), "events": events}
+
+
+@pytest.fixture(scope="session")
+def tracecore():
+    return pytest.importorskip("tracecore")
+
+
+@pytest.fixture(scope="session")
+def step_stats_cls():
+    pytest.importorskip("google.protobuf")
+    return make_trace.step_stats_class()
+
+
+def _record(benchmark, nbytes: int, events: int) -> None:
+    benchmark.extra_info["bytes"] = nbytes
+    benchmark.extra_info["events"] = events
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:  # --benchmark-disable: the body ran once, untimed
+        return
+    best = stats.stats.min
+    benchmark.extra_info["MB_per_s"] = round(nbytes / best / MB, 2)
+    benchmark.extra_info["events_per_s"] = round(events / best)
+
+
+def _count_events(msg) -> int:
+    return sum(len(dev.node_stats) for dev in msg.dev_stats)
+
+
+# ---------------------------------------------------------------------------------- tracecore
+
+
+@pytest.mark.parametrize("threads", [1, 0], ids=["threads1", "threads0"])
+def test_tracecore_text(benchmark, tracecore, dumps, threads):
+    info = dumps["text"]
+    benchmark.group = "text ~20 MB"
+    trace = benchmark.pedantic(
+        tracecore.open, args=(info.path,), kwargs={"threads": threads}, rounds=5, warmup_rounds=1
+    )
+    assert len(trace) == info.events
+    assert trace.events.num_rows == info.events
+    assert trace.kind == "StepStats" and trace.format == "text"
+    _record(benchmark, info.bytes, info.events)
+
+
+@pytest.mark.parametrize("threads", [1, 0], ids=["threads1", "threads0"])
+def test_tracecore_binary(benchmark, tracecore, dumps, threads):
+    info = dumps["binary"]
+    benchmark.group = "binary (same message)"
+    trace = benchmark.pedantic(
+        tracecore.open, args=(info.path,), kwargs={"threads": threads}, rounds=5, warmup_rounds=1
+    )
+    assert len(trace) == info.events
+    assert trace.events.num_rows == info.events
+    assert trace.kind == "StepStats" and trace.format == "binary"
+    _record(benchmark, info.bytes, info.events)
+
+
+def test_tracecore_text_prefix(benchmark, tracecore, text_prefix):
+    benchmark.group = "text prefix ~2 MB"
+    trace = benchmark.pedantic(
+        tracecore.open,
+        args=(text_prefix["path"],),
+        kwargs={"threads": 1},
+        rounds=10,
+        warmup_rounds=1,
+    )
+    assert len(trace) == text_prefix["events"]
+    _record(benchmark, text_prefix["bytes"], text_prefix["events"])
+
+
+# ------------------------------------------------------------------------- protobuf (peer)
+
+
+def test_protobuf_py_binary(benchmark, step_stats_cls, dumps):
+    info = dumps["binary"]
+    data = Path(info.path).read_bytes()
+    benchmark.group = "binary (same message)"
+
+    def parse():
+        msg = step_stats_cls()
+        msg.ParseFromString(data)
+        return msg
+
+    msg = benchmark.pedantic(parse, rounds=5, warmup_rounds=1)
+    assert _count_events(msg) == info.events
+    _record(benchmark, info.bytes, info.events)
+
+
+def test_protobuf_py_text_prefix(benchmark, step_stats_cls, text_prefix):
+    from google.protobuf import text_format
+
+    text = text_prefix["data"].decode("utf-8")
+    benchmark.group = "text prefix ~2 MB"
+
+    def parse():
+        msg = step_stats_cls()
+        text_format.Parse(text, msg)
+        return msg
+
+    msg = benchmark.pedantic(parse, rounds=3, warmup_rounds=0)
+    assert _count_events(msg) == text_prefix["events"]
+    _record(benchmark, text_prefix["bytes"], text_prefix["events"])
+
+
+# ------------------------------------------------------------------------ the inputs themselves
+
+
+def test_generated_pair_is_one_message(step_stats_cls, dumps):
+    """The text and binary dumps hold the same events (checked on the binary, which is cheap,
+    and on the text's first steps, which the Python text parser can read quickly)."""
+    from google.protobuf import text_format
+
+    binary = step_stats_cls()
+    binary.ParseFromString(Path(dumps["binary"].path).read_bytes())
+    assert _count_events(binary) == dumps["text"].events == dumps["binary"].events
+    blocks_per_step = len(binary.dev_stats) // dumps["text"].steps
+    head = make_trace.text_prefix(dumps["text"].path, 1)  # exactly the first dev_stats block
+    first = step_stats_cls()
+    text_format.Parse(head.decode("utf-8"), first)
+    assert len(first.dev_stats) == 1 and first.dev_stats[0] == binary.dev_stats[0]
+    last_step_first = binary.dev_stats[-blocks_per_step].node_stats[0].all_start_micros
+    first_step_first = binary.dev_stats[0].node_stats[0].all_start_micros
+    assert last_step_first - first_step_first == (dumps["text"].steps - 1) * dumps["text"].period_us

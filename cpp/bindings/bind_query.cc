@@ -1,0 +1,146 @@
+// Binds the queries: arguments in, result tables out as Arrow capsules; the GIL is released
+// while the core computes.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "bindings.h"
+#include "query/queries.h"
+
+namespace py = pybind11;
+
+namespace tracecore::bindings {
+namespace {
+
+using Mask = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+// Exports a query result; the capsules own both the result and the trace whose pool it indexes.
+template <class Result>
+py::tuple Export(const PyTrace& trace, Result&& result) {
+  struct Holder {
+    std::shared_ptr<const TraceTables> trace;
+    Result result;
+  };
+  auto holder = std::make_shared<Holder>(Holder{trace.tables, std::forward<Result>(result)});
+  return ExportCapsules(holder->result.View(), trace.tables->pool, holder);
+}
+
+const uint8_t* MaskData(const std::optional<Mask>& mask, size_t n, const char* what) {
+  if (!mask) return nullptr;
+  if (mask->ndim() != 1 || static_cast<size_t>(mask->shape(0)) != n) {
+    throw py::value_error(std::string(what) + " mask must have one entry per event");
+  }
+  return mask->data();
+}
+
+uint32_t AllocatorId(const PyTrace& trace, const std::optional<std::string>& allocator) {
+  if (!allocator) return StringPool::kNotFound;
+  const uint32_t id = trace.tables->pool.Find(*allocator);
+  // An allocator name that is no string of the trace matches nothing.
+  return id == StringPool::kNotFound ? StringPool::kNotFound - 1 : id;
+}
+
+}  // namespace
+
+void RegisterQueries(py::module_& m) {
+  m.def(
+      "overlaps",
+      [](const PyTrace& trace, std::optional<Mask> left, std::optional<Mask> right, bool same_device) {
+        const size_t n = trace.tables->events.size();
+        const uint8_t* l = MaskData(left, n, "left");
+        const uint8_t* r = MaskData(right, n, "right");
+        query::PairTable result;
+        {
+          py::gil_scoped_release release;
+          result = query::Overlaps(*trace.tables, l, r, same_device);
+        }
+        return Export(trace, std::move(result));
+      },
+      py::arg("trace"), py::arg("left"), py::arg("right"), py::arg("same_device"));
+
+  m.def(
+      "window",
+      [](const PyTrace& trace, int64_t start_ns, int64_t end_ns) {
+        std::vector<int64_t> ids;
+        {
+          py::gil_scoped_release release;
+          PyTrace::Indexes& idx = *trace.indexes;
+          std::call_once(idx.interval_once, [&] {
+            idx.interval = std::make_shared<const query::IntervalIndex>(trace.tables->events);
+          });
+          ids = idx.interval->Window(start_ns, end_ns);
+        }
+        py::array_t<int64_t> out(static_cast<py::ssize_t>(ids.size()));
+        if (!ids.empty()) std::memcpy(out.mutable_data(), ids.data(), ids.size() * sizeof(int64_t));
+        return out;
+      },
+      py::arg("trace"), py::arg("start_ns"), py::arg("end_ns"));
+
+  m.def(
+      "occupancy",
+      [](const PyTrace& trace, std::optional<int64_t> bin_ns) -> py::tuple {
+        if (bin_ns) {
+          query::OccupancyBinsTable result;
+          {
+            py::gil_scoped_release release;
+            result = query::OccupancyBins(*trace.tables, *bin_ns);
+          }
+          return Export(trace, std::move(result));
+        }
+        query::OccupancyTable result;
+        {
+          py::gil_scoped_release release;
+          result = query::Occupancy(*trace.tables);
+        }
+        return Export(trace, std::move(result));
+      },
+      py::arg("trace"), py::arg("bin_ns"));
+
+  m.def(
+      "replay",
+      [](const PyTrace& trace, const std::string& source, std::optional<std::string> allocator,
+         bool snapshot_baseline) {
+        if (source != "records" && source != "tensors") {
+          throw py::value_error("source must be 'records' or 'tensors', not '" + source + "'");
+        }
+        const uint32_t only = AllocatorId(trace, allocator);
+        query::Replay result;
+        {
+          py::gil_scoped_release release;
+          result = source == "records" ? query::ReplayRecords(*trace.tables, only, snapshot_baseline)
+                                       : query::ReplayTensors(*trace.tables, only);
+        }
+        return py::make_tuple(Export(trace, std::move(result.timeline)),
+                              Export(trace, std::move(result.peaks)),
+                              Export(trace, std::move(result.live)));
+      },
+      py::arg("trace"), py::arg("source"), py::arg("allocator"), py::arg("snapshot_baseline"));
+
+  m.def(
+      "op_stats",
+      [](const PyTrace& trace, const std::string& by) {
+        query::GroupBy group;
+        if (by == "op") {
+          group = query::GroupBy::kOp;
+        } else if (by == "node_name") {
+          group = query::GroupBy::kNodeName;
+        } else if (by == "device") {
+          group = query::GroupBy::kDevice;
+        } else {
+          throw py::value_error("by must be 'op', 'node_name' or 'device', not '" + by + "'");
+        }
+        query::OpStatsTable result;
+        {
+          py::gil_scoped_release release;
+          result = query::OpStats(*trace.tables, group);
+        }
+        return Export(trace, std::move(result));
+      },
+      py::arg("trace"), py::arg("by"));
+}
+
+}  // namespace tracecore::bindings

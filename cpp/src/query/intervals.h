@@ -1,0 +1,59 @@
+// Interval primitives shared by the queries: events as (start, end, id) sorted by (start, end, id),
+// and the union of such a sorted run.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tables/trace_tables.h"
+
+namespace tracecore::query {
+
+struct Interval {
+  int64_t start;
+  int64_t end;
+  uint32_t id;  // event id (queries support up to 2^32 events)
+  uint32_t group;
+};
+
+// Events [first, last) of `e` whose `include` flag is set (all if include is null), sorted by
+// (start, end, id); an end before its start is clamped to the start. `scratch` is reused.
+void SortedIntervals(const EventTable& e, size_t first, size_t last, const uint8_t* include,
+                     std::vector<Interval>* out, std::vector<Interval>* scratch);
+
+// Sorts `items` in place by (start, end, id).
+void SortIntervals(std::vector<Interval>* items, std::vector<Interval>* scratch);
+
+// Union of intervals sorted by start: calls on_period(begin, end) for each maximal busy period
+// of the positive-length intervals (touching intervals merge). Returns the total busy length.
+template <class OnPeriod>
+int64_t UnionPeriods(const Interval* items, size_t n, OnPeriod&& on_period) {
+  int64_t busy = 0;
+  bool open = false;
+  int64_t begin = 0, end = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Interval& it = items[i];
+    if (it.end <= it.start) continue;
+    if (open && it.start <= end) {
+      if (it.end > end) end = it.end;
+      continue;
+    }
+    if (open) {
+      busy += end - begin;
+      on_period(begin, end);
+    }
+    open = true;
+    begin = it.start;
+    end = it.end;
+  }
+  if (open) {
+    busy += end - begin;
+    on_period(begin, end);
+  }
+  return busy;
+}
+
+// Checks the event count fits the 32-bit ids the queries use.
+void CheckQueryable(const EventTable& e);
+
+}  // namespace tracecore::query

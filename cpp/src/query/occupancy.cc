@@ -1,0 +1,133 @@
+#include <algorithm>
+#include <stdexcept>
+
+#include "query/queries.h"
+#include "query/radix_sort.h"
+
+namespace tracecore::query {
+namespace {
+
+// Calls fn(device_index, first, last) for each device block's event range (blocks are
+// contiguous in file order; empty blocks get first == last).
+template <class Fn>
+void ForEachBlock(const TraceTables& t, Fn&& fn) {
+  const EventTable& e = t.events;
+  size_t pos = 0;
+  for (size_t d = 0; d < t.devices.size(); ++d) {
+    const size_t n = static_cast<size_t>(t.devices.n_events[d]);
+    fn(static_cast<int32_t>(d), pos, pos + n);
+    pos += n;
+  }
+  if (pos != e.size()) throw std::logic_error("device blocks do not cover the events");
+}
+
+// Max over instants t of #{start <= t < end} + #{start == end == t}, for items sorted by start.
+int64_t MaxConcurrency(const std::vector<Interval>& s, std::vector<int64_t>* ends,
+                       std::vector<int64_t>* scratch) {
+  ends->clear();
+  for (const Interval& it : s) {
+    if (it.end > it.start) ends->push_back(it.end);
+  }
+  std::vector<int64_t>& e = *ends;
+  RadixSort(e, *scratch, [](int64_t v) { return OrderedKey(v); });
+  int64_t best = 0;
+  size_t ended = 0;       // positive-length ends <= current instant
+  size_t zero_before = 0;  // zero-length items strictly before the current instant
+  size_t zero_seen = 0;    // zero-length items with start <= current instant
+  size_t i = 0;
+  while (i < s.size()) {
+    const int64_t now = s[i].start;
+    zero_before = zero_seen;
+    size_t j = i;
+    while (j < s.size() && s[j].start == now) {
+      if (s[j].end == s[j].start) ++zero_seen;
+      ++j;
+    }
+    while (ended < e.size() && e[ended] <= now) ++ended;
+    const int64_t active = static_cast<int64_t>(j) - static_cast<int64_t>(ended) -
+                           static_cast<int64_t>(zero_before);
+    best = std::max(best, active);
+    i = j;
+  }
+  return best;
+}
+
+}  // namespace
+
+OccupancyTable Occupancy(const TraceTables& t) {
+  CheckQueryable(t.events);
+  OccupancyTable out;
+  std::vector<Interval> items, scratch;
+  std::vector<int64_t> ends, end_scratch;
+  ForEachBlock(t, [&](int32_t d, size_t first, size_t last) {
+    SortedIntervals(t.events, first, last, nullptr, &items, &scratch);
+    int64_t periods = 0;
+    const int64_t busy = UnionPeriods(items.data(), items.size(), [&](int64_t, int64_t) { ++periods; });
+    int64_t span = 0;
+    if (!items.empty()) {
+      int64_t max_end = items.front().end;
+      for (const Interval& it : items) max_end = std::max(max_end, it.end);
+      span = max_end - items.front().start;
+    }
+    out.device_index.push_back(d);
+    out.device.push_back(t.devices.device[static_cast<size_t>(d)]);
+    out.kind.Append(DeviceKindName(static_cast<DeviceKind>(t.devices.kind[static_cast<size_t>(d)])));
+    out.n_events.push_back(static_cast<int64_t>(last - first));
+    out.busy_ns.push_back(busy);
+    out.span_ns.push_back(span);
+    out.utilization.push_back(span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 0.0);
+    out.max_concurrency.push_back(MaxConcurrency(items, &ends, &end_scratch));
+    out.idle_gaps.push_back(periods > 1 ? periods - 1 : 0);
+  });
+  return out;
+}
+
+OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns) {
+  if (bin_ns <= 0) throw std::invalid_argument("bin_ns must be positive");
+  CheckQueryable(t.events);
+  OccupancyBinsTable out;
+  const EventTable& e = t.events;
+  if (e.size() == 0) return out;
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (size_t i = 0; i < e.size(); ++i) {
+    t0 = std::min(t0, e.start_ns[i]);
+    t1 = std::max(t1, std::max(e.end_ns[i], e.start_ns[i]));
+  }
+  const __int128 range = static_cast<__int128>(t1) - t0;
+  __int128 n_bins = (range + bin_ns - 1) / bin_ns;
+  if (n_bins < 1) n_bins = 1;
+  const __int128 rows = n_bins * static_cast<__int128>(t.devices.size());
+  if (rows > 100000000) {
+    throw std::invalid_argument("bin_ns too small: " + std::to_string(static_cast<long long>(n_bins)) +
+                                " bins per device (choose a larger bin)");
+  }
+  const size_t nb = static_cast<size_t>(n_bins);
+  std::vector<Interval> items, scratch;
+  std::vector<int64_t> busy(nb);
+  ForEachBlock(t, [&](int32_t d, size_t first, size_t last) {
+    SortedIntervals(e, first, last, nullptr, &items, &scratch);
+    std::fill(busy.begin(), busy.end(), 0);
+    UnionPeriods(items.data(), items.size(), [&](int64_t begin, int64_t end) {
+      // Spread [begin, end) over the bins it covers.
+      size_t k = static_cast<size_t>((static_cast<__int128>(begin) - t0) / bin_ns);
+      int64_t pos = begin;
+      while (pos < end && k < nb) {
+        const int64_t bin_end = static_cast<int64_t>(t0 + static_cast<__int128>(bin_ns) * (k + 1));
+        const int64_t stop = std::min(end, bin_end);
+        busy[k] += stop - pos;
+        pos = stop;
+        ++k;
+      }
+    });
+    for (size_t k = 0; k < nb; ++k) {
+      out.device_index.push_back(d);
+      out.device.push_back(t.devices.device[static_cast<size_t>(d)]);
+      out.bin_start_ns.push_back(static_cast<int64_t>(t0 + static_cast<__int128>(bin_ns) * k));
+      out.busy_ns.push_back(busy[k]);
+      out.busy_fraction.push_back(static_cast<double>(busy[k]) / static_cast<double>(bin_ns));
+    }
+  });
+  return out;
+}
+
+}  // namespace tracecore::query

@@ -1,0 +1,131 @@
+#include <algorithm>
+
+#include "query/queries.h"
+#include "query/radix_sort.h"
+
+namespace tracecore::query {
+namespace {
+
+struct Pair {
+  uint64_t key;  // left << 32 | right
+  int64_t overlap;
+};
+
+inline int64_t OverlapLength(const Interval& a, const Interval& b) {
+  return std::min(a.end, b.end) - std::max(a.start, b.start);
+}
+
+// Every unordered overlapping pair of one set sorted by (start, end, id). With that order, every
+// later item whose start is before an item's end overlaps it, so the scan is output-sensitive.
+void SelfPairs(const std::vector<Interval>& s, std::vector<Pair>* out) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const Interval& a = s[i];
+    for (size_t j = i + 1; j < s.size() && s[j].start < a.end; ++j) {
+      const Interval& b = s[j];
+      const uint32_t lo = std::min(a.id, b.id), hi = std::max(a.id, b.id);
+      out->push_back(Pair{(uint64_t{lo} << 32) | hi, OverlapLength(a, b)});
+    }
+  }
+}
+
+// Every ordered pair (l in L, r in R, l != r) that overlaps; both sorted by (start, end, id).
+void JoinPairs(const std::vector<Interval>& L, const std::vector<Interval>& R,
+               std::vector<Pair>* out) {
+  auto emit = [&](const Interval& l, const Interval& r) {
+    if (l.id != r.id) out->push_back(Pair{(uint64_t{l.id} << 32) | r.id, OverlapLength(l, r)});
+  };
+  // r starting at or after l (a zero-length r at l's start never overlaps: skipped by the bound).
+  for (const Interval& l : L) {
+    auto it = std::lower_bound(R.begin(), R.end(), l.start, [](const Interval& r, int64_t s) {
+      return r.start < s;
+    });
+    while (it != R.end() && it->start == l.start && it->end == l.start) ++it;
+    for (; it != R.end() && it->start < l.end; ++it) emit(l, *it);
+  }
+  // l starting strictly after r.
+  for (const Interval& r : R) {
+    auto it = std::upper_bound(L.begin(), L.end(), r.start, [](int64_t s, const Interval& l) {
+      return s < l.start;
+    });
+    for (; it != L.end() && it->start < r.end; ++it) emit(*it, r);
+  }
+}
+
+}  // namespace
+
+PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* right,
+                   bool same_device) {
+  const EventTable& e = t.events;
+  CheckQueryable(e);
+  std::vector<Pair> pairs;
+  std::vector<Interval> a, b, scratch;
+  const bool self = left == nullptr && right == nullptr;
+  auto run = [&](size_t first, size_t last) {
+    SortedIntervals(e, first, last, left, &a, &scratch);
+    if (self) {
+      SelfPairs(a, &pairs);
+    } else {
+      SortedIntervals(e, first, last, right, &b, &scratch);
+      JoinPairs(a, b, &pairs);
+    }
+  };
+  if (same_device) {
+    // A device block's events are contiguous in file order.
+    size_t first = 0;
+    while (first < e.size()) {
+      size_t last = first + 1;
+      while (last < e.size() && e.device_index[last] == e.device_index[first]) ++last;
+      run(first, last);
+      first = last;
+    }
+  } else {
+    run(0, e.size());
+  }
+  std::vector<Pair> pair_scratch;
+  RadixSort(pairs, pair_scratch, [](const Pair& p) { return p.key; });
+  PairTable out;
+  out.left.resize(pairs.size());
+  out.right.resize(pairs.size());
+  out.overlap_ns.resize(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    out.left[i] = static_cast<int64_t>(pairs[i].key >> 32);
+    out.right[i] = static_cast<int64_t>(pairs[i].key & 0xFFFFFFFFu);
+    out.overlap_ns[i] = pairs[i].overlap;
+  }
+  return out;
+}
+
+IntervalIndex::IntervalIndex(const EventTable& e) {
+  CheckQueryable(e);
+  std::vector<Interval> items, scratch;
+  SortedIntervals(e, 0, e.size(), nullptr, &items, &scratch);
+  starts_.resize(items.size());
+  ends_.resize(items.size());
+  max_end_.resize(items.size());
+  ids_.resize(items.size());
+  int64_t running = INT64_MIN;
+  for (size_t i = 0; i < items.size(); ++i) {
+    starts_[i] = items[i].start;
+    ends_[i] = items[i].end;
+    ids_[i] = items[i].id;
+    running = std::max(running, ends_[i]);
+    max_end_[i] = running;
+  }
+}
+
+std::vector<int64_t> IntervalIndex::Window(int64_t start_ns, int64_t end_ns) const {
+  // Candidates start before the window ends; the first that can still be running is found
+  // through the running maximum of ends.
+  const size_t stop = static_cast<size_t>(
+      std::lower_bound(starts_.begin(), starts_.end(), end_ns) - starts_.begin());
+  const size_t from = static_cast<size_t>(
+      std::upper_bound(max_end_.begin(), max_end_.begin() + stop, start_ns) - max_end_.begin());
+  std::vector<int64_t> ids;
+  for (size_t i = from; i < stop; ++i) {
+    if (start_ns < ends_[i]) ids.push_back(ids_[i]);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace tracecore::query

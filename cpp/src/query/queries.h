@@ -1,0 +1,51 @@
+// The questions people open a trace to answer, as pure functions over the tables. Semantics are
+// documented in docs/queries.md; every query is O(n log n + output).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "query/intervals.h"
+#include "query/query_tables.h"
+#include "tables/trace_tables.h"
+
+namespace tracecore::query {
+
+// Overlapping event pairs. `left` / `right`: one byte per event (non-zero = in the set), or null
+// for "all events". With both null every unordered pair is reported once (left < right);
+// otherwise every ordered pair (l, r), l != r. Sorted by (left, right).
+PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* right,
+                   bool same_device);
+
+// Events sorted by start with a running maximum of end: answers "what is active in [a, b)".
+class IntervalIndex {
+ public:
+  explicit IntervalIndex(const EventTable& e);
+  // Ids of events with start < end_ns and start_ns < end, ascending.
+  std::vector<int64_t> Window(int64_t start_ns, int64_t end_ns) const;
+
+ private:
+  std::vector<int64_t> starts_;
+  std::vector<int64_t> ends_;
+  std::vector<int64_t> max_end_;  // max_end_[i] = max(ends_[0..i])
+  std::vector<uint32_t> ids_;
+};
+
+OccupancyTable Occupancy(const TraceTables& t);
+OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns);
+
+struct Replay {
+  ReplayTimeline timeline;
+  ReplayPeaks peaks;
+  ReplayLive live;
+};
+
+// `allocator`: a pool id to restrict to, or StringPool::kNotFound for all allocators.
+Replay ReplayRecords(const TraceTables& t, uint32_t allocator, bool snapshot_baseline);
+Replay ReplayTensors(const TraceTables& t, uint32_t allocator);
+
+enum class GroupBy { kOp, kNodeName, kDevice };
+OpStatsTable OpStats(const TraceTables& t, GroupBy by);
+
+}  // namespace tracecore::query

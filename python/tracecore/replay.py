@@ -1,0 +1,95 @@
+"""Memory replays: what each allocator held over time, and at its peak."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _core
+from ._arrow import table_from_capsules
+
+
+class MemoryReplay:
+    """Result of :meth:`tracecore.Trace.replay`.
+
+    Attributes:
+        source: ``"records"`` (allocation records replayed per allocator) or ``"tensors"``
+            (TensorFlow timeline.py's tensor-lifetime model).
+        timeline: ``allocator, time_ns, delta_bytes, bytes_in_use``: one row per distinct
+            timestamp per allocator, the level after every change at that time.
+        peaks: ``allocator, peak_bytes, peak_time_ns, live_tensors, n_changes``: one row per
+            allocator.
+    """
+
+    def __init__(self, trace, source: str, capsules: tuple) -> None:
+        timeline, peaks, live = capsules
+        self._trace = trace
+        self.source = source
+        self.timeline: pa.Table = table_from_capsules(timeline)
+        self.peaks: pa.Table = table_from_capsules(peaks)
+        self._live = table_from_capsules(live)
+
+    @property
+    def allocators(self) -> list[str]:
+        return [str(a) for a in self.peaks["allocator"].to_pylist()]
+
+    def peak(self, allocator: str) -> dict:
+        """The peaks row of one allocator, as a dict."""
+        rows = self.peaks.filter(pc.equal(self.peaks["allocator"].cast(pa.string()), allocator))
+        if rows.num_rows == 0:
+            raise KeyError(f"no allocator {allocator!r}; allocators: {self.allocators}")
+        return rows.to_pylist()[0]
+
+    def live_at_peak(self, allocator: str) -> pa.Table:
+        """What ``allocator`` held at its peak.
+
+        ``source="tensors"``: one row per live tensor (``tensor_name, event_id, node_name,
+        output_index, dtype, shape, requested_bytes, allocated_bytes``), sorted by tensor name.
+        ``source="records"``: the positive allocation records at or before the peak
+        (``event_id, node_name, time_ns, bytes``), in replay order.
+        """
+        self.peak(allocator)  # raises KeyError for an unknown allocator
+        live = self._live.filter(pc.equal(self._live["allocator"].cast(pa.string()), allocator))
+        rows = live["row"]
+        if self.source == "tensors":
+            tensors = self._trace.tensors.take(rows)
+            events = self._trace.events.take(tensors["event_id"])
+            return pa.table(
+                {
+                    "tensor_name": live["tensor_name"],
+                    "event_id": tensors["event_id"],
+                    "node_name": events["node_name"],
+                    "output_index": tensors["output_index"],
+                    "dtype": tensors["dtype"],
+                    "shape": tensors["shape"],
+                    "requested_bytes": tensors["requested_bytes"],
+                    "allocated_bytes": tensors["allocated_bytes"],
+                }
+            )
+        records = self._trace.alloc_records.take(rows)
+        events = self._trace.events.take(records["event_id"])
+        return pa.table(
+            {
+                "event_id": records["event_id"],
+                "node_name": events["node_name"],
+                "time_ns": records["time_ns"],
+                "bytes": records["bytes"],
+            }
+        )
+
+    def __repr__(self) -> str:
+        parts = ", ".join(
+            f"{r['allocator']}: {r['peak_bytes']} B" for r in self.peaks.to_pylist()
+        )
+        return f"<MemoryReplay source={self.source!r} peaks {{{parts}}}>"
+
+
+def replay(trace, source: str, allocator: str | None, baseline: str | None) -> MemoryReplay:
+    if source not in ("records", "tensors"):
+        raise ValueError(f"source must be 'records' or 'tensors', not {source!r}")
+    if baseline not in (None, "snapshot"):
+        raise ValueError(f"baseline must be None or 'snapshot', not {baseline!r}")
+    if baseline is not None and source != "records":
+        raise ValueError("baseline='snapshot' applies to source='records' only")
+    capsules = _core.replay(trace._core, source, allocator, baseline == "snapshot")
+    return MemoryReplay(trace, source, capsules)
