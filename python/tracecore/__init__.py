@@ -10,7 +10,30 @@ from __future__ import annotations
 from ._core import TraceFormatError
 from .trace import Trace, open, sample_path
 
-__all__ = ["Trace", "TraceFormatError", "open", "sample_path", "__version__"]
+
+def open_many(*args, **kwargs):
+    """Opens many traces (steps x workers) as one :class:`tracecore.dataset.TraceSet`."""
+    from .dataset import open_many as _open_many
+
+    return _open_many(*args, **kwargs)
+
+
+def read_listing(path):
+    """Reads a shape listing or a node-name listing into a pyarrow Table."""
+    from .listing import read_listing as _read_listing
+
+    return _read_listing(path)
+
+
+__all__ = [
+    "Trace",
+    "TraceFormatError",
+    "open",
+    "open_many",
+    "read_listing",
+    "sample_path",
+    "__version__",
+]
 
 try:
     from importlib.metadata import version as _version

@@ -49,6 +49,8 @@ def open(
     *,
     format: str = "auto",
     threads: int = 0,
+    cache: bool = False,
+    progress: bool = False,
 ) -> Trace:
     """Parses a TensorFlow trace dump into columnar tables.
 
@@ -57,6 +59,11 @@ def open(
             gzip-compressed files are decompressed transparently.
         format: ``"auto"`` (detect), ``"text"`` or ``"binary"``.
         threads: parser threads; 0 uses every core.
+        cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the
+            file's path, size and mtime and the tracecore version; an unchanged file is then
+            memory-mapped from the cache instead of parsed. A directory written by
+            :meth:`Trace.to_parquet` is opened directly.
+        progress: show a progress bar with MB/s on stderr for opens that take over a second.
 
     Raises:
         TraceFormatError: the file is not a valid trace (the message says where and why).
@@ -67,6 +74,19 @@ def open(
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
         raise ValueError(f"threads must be a non-negative int, not {threads!r}")
     path_str = os.fspath(path)
+    if os.path.isdir(path_str):
+        from .export import open_parquet_dir
+
+        return open_parquet_dir(path_str)
+    if cache:
+        from .cache import open_cached
+
+        return open_cached(path_str, format=format, threads=threads, progress=progress)
+    return _open_parsed(path_str, format=format, threads=threads, progress=progress)
+
+
+def _open_parsed(path_str: str, *, format: str, threads: int, progress: bool) -> Trace:
+    """Parses ``path_str`` (no cache)."""
     with builtins.open(path_str, "rb") as f:
         magic = f.read(2)
     try:
@@ -84,10 +104,14 @@ class Trace:
     native core and stay valid for as long as any table (or slice of one) is alive, even after
     the Trace itself is gone."""
 
-    def __init__(self, core: _core.Trace, source: str | None = None) -> None:
+    def __init__(self, core: _core.Trace | None, source: str | None = None,
+                 tables: dict[str, pa.Table] | None = None, meta: dict[str, Any] | None = None) -> None:
+        # A Trace is backed by the native core (parsed) or by tables read back from a cache or
+        # Parquet directory (core is None; queries then need the core and re-import is lazy).
         self._core = core
         self._source = source
-        self._tables: dict[str, pa.Table] = {}
+        self._tables: dict[str, pa.Table] = dict(tables or {})
+        self._meta = dict(meta or {})
 
     # -- tables ----------------------------------------------------------------------------
     def table(self, name: str) -> pa.Table:
@@ -109,8 +133,15 @@ class Trace:
 
     @property
     def events(self) -> pa.Table:
-        """One row per NodeExecStats, in file order, times in absolute nanoseconds."""
-        return self.table("events")
+        """One row per NodeExecStats, in file order, times in absolute nanoseconds, plus the
+        name-derived ``forward_scope`` and ``phase`` columns."""
+        cached = self._tables.get("events+names")
+        if cached is None:
+            from .names import add_name_columns
+
+            cached = add_name_columns(self.table("events"))
+            self._tables["events+names"] = cached
+        return cached
 
     @property
     def tensors(self) -> pa.Table:
@@ -146,6 +177,43 @@ class Trace:
     def persistent_tensors(self) -> pa.Table:
         """MemoryStats.persistent_tensor_alloc_ids: event_id, allocation_id."""
         return self.table("persistent_tensors")
+
+    # -- exports, names (implemented in their own modules) ------------------------------------
+    def to_parquet(self, directory: str | os.PathLike[str], compression: str = "zstd") -> Path:
+        """Writes one Parquet file per table plus ``tracecore.json``; see :mod:`tracecore.export`."""
+        from .export import to_parquet
+
+        return to_parquet(self, directory, compression=compression)
+
+    def to_chrome_trace(self, path: str | os.PathLike[str], *, show_memory: bool = True) -> Path:
+        """Writes a Chrome trace-event JSON (``.gz`` when the name ends so) for Perfetto."""
+        from .export import to_chrome_trace
+
+        return to_chrome_trace(self, path, show_memory=show_memory)
+
+    def sql(self, query: str) -> pa.Table:
+        """Runs SQL over the tables (registered as views) with DuckDB (``tracecore[duckdb]``)."""
+        from .export import sql
+
+        return sql(self, query)
+
+    def scopes(self, depth: int = 1, *, by: str = "events") -> pa.Table:
+        """Events grouped by the first ``depth`` components of their node name."""
+        from .names import scopes
+
+        return scopes(self, depth, by=by)
+
+    def towers(self) -> pa.Table:
+        """One row per ``tower_N`` / ``replica_N`` prefix: events, busy time, bytes."""
+        from .names import towers
+
+        return towers(self)
+
+    def shape_listing(self) -> str:
+        """Per-node shape listing in the format of TensorFlow's shape dumps."""
+        from .names import shape_listing
+
+        return shape_listing(self)
 
     # -- queries ---------------------------------------------------------------------------
     def _event_mask(self, selection: Any, what: str) -> np.ndarray | None:

@@ -39,23 +39,31 @@ StringPool::StringPool() {
 uint64_t StringPool::Hash(std::string_view s) {
   const char* p = s.data();
   size_t n = s.size();
-  uint64_t h = kK0 ^ (n * kK1);
-  while (n >= 16) {
-    h = Mix(Load64(p) ^ kK1, Load64(p + 8) ^ h);
+  // Two independent lanes over 32-byte blocks keep both multipliers busy.
+  uint64_t h0 = kK0 ^ (n * kK1);
+  uint64_t h1 = kK2 ^ n;
+  while (n >= 32) {
+    h0 = Mix(Load64(p) ^ kK1, Load64(p + 8) ^ h0);
+    h1 = Mix(Load64(p + 16) ^ kK2, Load64(p + 24) ^ h1);
+    p += 32;
+    n -= 32;
+  }
+  if (n >= 16) {
+    h0 = Mix(Load64(p) ^ kK1, Load64(p + 8) ^ h0);
     p += 16;
     n -= 16;
   }
   if (n >= 8) {
-    h = Mix(Load64(p) ^ kK2, h ^ kK1);
+    h1 = Mix(Load64(p) ^ kK2, h1 ^ kK1);
     p += 8;
     n -= 8;
   }
   if (n > 0) {
     uint64_t tail = 0;
     std::memcpy(&tail, p, n);
-    h = Mix(tail ^ kK0, h ^ kK2);
+    h0 = Mix(tail ^ kK0, h0 ^ kK2);
   }
-  return Mix(h, kK1);
+  return Mix(h0 ^ kK1, h1 ^ kK0);
 }
 
 bool StringPool::IsValidUtf8(std::string_view s) {

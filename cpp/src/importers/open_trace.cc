@@ -40,6 +40,7 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   tables->format = format;
   tables->input_bytes = file.size();
   TraceBuilder builder(*tables);
+  builder.Reserve(file.size(), format == "text");
   if (format == "text") {
     ParseTextProto(file.data(), file.data() + file.size(), builder);
   } else {

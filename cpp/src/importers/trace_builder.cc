@@ -10,10 +10,9 @@ namespace {
 
 // The op of an event: "name = Op(inputs)" in the timeline label (after an optional
 // "[allocator ...] " prefix), else the part after the last ':' of a GPU-stream record's
-// "name:Op" node name, else none (kNoOp).
-constexpr uint32_t kNoOp = 0xFFFFFFFEu;
-uint32_t DeriveOp(StringPool& pool, std::string_view label, bool has_label,
-                  std::string_view node_name) {
+// "name:Op" node name. Returns false when there is none.
+bool DeriveOp(std::string_view label, bool has_label, std::string_view node_name,
+              std::string_view* op) {
   if (has_label) {
     std::string_view body = label;
     if (!body.empty() && body.front() == '[') {
@@ -33,12 +32,14 @@ uint32_t DeriveOp(StringPool& pool, std::string_view label, bool has_label,
         const size_t e = rest.find_last_not_of(ws);
         rest = rest.substr(0, e == std::string_view::npos ? 0 : e + 1);
       }
-      return pool.Intern(rest);
+      *op = rest;
+      return true;
     }
   }
   const size_t colon = node_name.rfind(':');
-  if (colon != std::string_view::npos) return pool.Intern(node_name.substr(colon + 1));
-  return kNoOp;
+  if (colon == std::string_view::npos) return false;
+  *op = node_name.substr(colon + 1);
+  return true;
 }
 
 }  // namespace
@@ -131,11 +132,11 @@ const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   e.device_index.push_back(device_index);
   e.device.push_back(StringPool::kEmptyId);  // filled by EndDevice
   e.node_name.push_back(f.node_name);
-  const uint32_t op = DeriveOp(t_.pool, label_, f.has_label, t_.pool.Get(f.node_name));
-  const bool has_op = op != kNoOp && op != StringPool::kInvalidUtf8;
+  const uint32_t op = OpFor(f);
+  const bool has_op = op != StringPool::kInvalidUtf8;
   e.op.push_back(has_op ? op : StringPool::kEmptyId);
   e.op_valid.push_back(has_op ? 1 : 0);
-  e.timeline_label.Append(label_);
+  e.timeline_label.Append(f.label);
   e.start_ns.push_back(start);
   e.end_ns.push_back(end);
   e.op_start_ns.push_back(op_start);
@@ -146,6 +147,63 @@ const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   e.temp_memory_size.push_back(f.temp_memory_size);
   e.persistent_memory_size.push_back(f.persistent_memory_size);
   return nullptr;
+}
+
+uint32_t TraceBuilder::OpFor(const EventFields& f) {
+  std::string_view op;
+  if (!DeriveOp(f.label, f.has_label, t_.pool.Get(f.node_name), &op)) return StringPool::kInvalidUtf8;
+  // A node's op rarely changes between steps: check the cached one before hashing.
+  if (f.node_name < op_of_node_.size()) {
+    const uint32_t cached = op_of_node_[f.node_name];
+    if (cached != StringPool::kInvalidUtf8 && t_.pool.Get(cached) == op) return cached;
+  } else {
+    op_of_node_.resize(std::max<size_t>(f.node_name + 1, op_of_node_.size() * 2), StringPool::kInvalidUtf8);
+  }
+  const uint32_t id = t_.pool.Intern(op);
+  op_of_node_[f.node_name] = id;
+  return id;
+}
+
+void TraceBuilder::Reserve(size_t bytes, bool text) {
+  // Typical dumps: ~700 text bytes (~260 binary bytes) per event, half a tensor, a quarter of
+  // an allocator usage and one allocation record per event.
+  const size_t events = bytes / (text ? 600 : 220) + 16;
+  EventTable& e = t_.events;
+  e.device_index.reserve(events);
+  e.device.reserve(events);
+  e.node_name.reserve(events);
+  e.op.reserve(events);
+  e.op_valid.reserve(events);
+  e.timeline_label.offsets.reserve(events + 1);
+  e.timeline_label.data.reserve(events * 48);
+  for (auto* v : {&e.start_ns, &e.end_ns, &e.op_start_ns, &e.op_end_ns, &e.scheduled_ns,
+                  &e.temp_memory_size, &e.persistent_memory_size}) {
+    v->reserve(events);
+  }
+  e.scheduled_valid.reserve(events);
+  e.thread_id.reserve(events);
+  const size_t tensors = events / 2 + 16;
+  TensorTable& x = t_.tensors;
+  for (auto* v : {&x.event_id, &x.num_elements, &x.requested_bytes, &x.allocated_bytes,
+                  &x.allocation_id}) {
+    v->reserve(tensors);
+  }
+  x.output_index.reserve(tensors);
+  x.slot.reserve(tensors);
+  x.dtype.reserve(tensors);
+  x.allocator.reserve(tensors);
+  x.ptr.reserve(tensors);
+  x.unknown_rank.reserve(tensors);
+  x.num_elements_valid.reserve(tensors);
+  x.has_single_reference.reserve(tensors);
+  x.shape.offsets.reserve(tensors + 1);
+  x.shape.values.reserve(tensors * 2);
+  const size_t records = events + 16;
+  AllocRecordTable& r = t_.alloc_records;
+  r.event_id.reserve(records);
+  r.allocator.reserve(records);
+  r.time_ns.reserve(records);
+  r.bytes.reserve(records);
 }
 
 uint32_t TraceBuilder::DtypeId(int32_t dtype) {

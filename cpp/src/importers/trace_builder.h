@@ -16,7 +16,9 @@ namespace tracecore {
 
 struct EventFields {
   uint32_t node_name = StringPool::kEmptyId;
-  bool has_label = false;  // the label itself is in TraceBuilder::label_scratch()
+  bool has_label = false;
+  // Points into the input, or into TraceBuilder::label_scratch() when it had to be unescaped.
+  std::string_view label;
   int64_t all_start_micros = 0;
   int64_t op_start_rel_micros = 0;
   int64_t op_end_rel_micros = 0;
@@ -93,10 +95,7 @@ class TraceBuilder {
 
   // Events. BeginEvent returns the id children refer to; EndEvent returns nullptr or a
   // description of what is wrong with the record (e.g. a time out of int64 range).
-  int64_t BeginEvent() {
-    label_.clear();
-    return next_event_id_++;
-  }
+  int64_t BeginEvent() { return next_event_id_++; }
   std::string& label_scratch() { return label_; }
   const char* EndEvent(int32_t device_index, const EventFields& f);
 
@@ -132,17 +131,23 @@ class TraceBuilder {
 
   void CountUnknownField() { ++t_.unknown_fields; }
 
+  // Reserves column capacity for an input of `bytes` (a guess from typical dumps; columns still
+  // grow past it). Untouched capacity costs address space, not memory.
+  void Reserve(size_t bytes, bool text);
+
   // Derives the per-table columns that need the whole trace (event ids, device counts).
   void Finish();
 
  private:
   uint32_t DtypeId(int32_t dtype);
+  uint32_t OpFor(const EventFields& f);
 
   TraceTables& t_;
   std::string label_;
   int64_t next_event_id_ = 0;
   int32_t next_graph_index_ = 0;
   uint32_t dtype_ids_[256] = {};
+  std::vector<uint32_t> op_of_node_;  // node_name id -> last op id derived for it (cache)
 };
 
 }  // namespace tracecore

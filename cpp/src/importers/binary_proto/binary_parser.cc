@@ -186,9 +186,7 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
       case 6: return Sub(wt, p, end, [&](Bytes s) { AllocatorMemoryUsed(s, event_id); });
       case 7: return Sub(wt, p, end, [&](Bytes s) { NodeOutput(s, event_id, output_index++); });
       case 8: {
-        Bytes label;
-        if (!String(wt, p, end, &label)) return false;
-        b_.label_scratch().assign(label.data(), label.size());
+        if (!String(wt, p, end, &e.label)) return false;
         e.has_label = true;
         return true;
       }

@@ -33,6 +33,18 @@ class WireReader {
 
   uint64_t Varint(const uint8_t*& p, const uint8_t* end) const {
     if (p < end && *p < 0x80) return *p++;
+    if (end - p >= 10) {
+      // Unrolled decode with all ten bytes known to be in bounds.
+      uint64_t value = *p & 0x7F;
+      for (int i = 1; i < 10; ++i) {
+        const uint8_t byte = p[i];
+        value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
+        if (byte < 0x80) {
+          p += i + 1;
+          return value;
+        }
+      }
+    }
     return VarintSlow(p, end);
   }
 

@@ -1,8 +1,10 @@
 #include "importers/text_proto/text_cursor.h"
 
+#include <array>
 #include <limits>
 
 namespace tracecore {
+
 namespace {
 
 constexpr int kMaxSkipDepth = 100;
@@ -14,9 +16,7 @@ int HexValue(char c) {
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-bool IsScalarTokenChar(char c) {
-  return TextCursor::IsIdentChar(c) || c == '.' || c == '+' || c == '-';
-}
+bool IsScalarTokenChar(char c) { return kTextCharClass[static_cast<uint8_t>(c)] & kCharScalar; }
 
 void AppendUtf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {
@@ -130,7 +130,17 @@ void TextCursor::Integer(std::string_view field, bool* negative, uint64_t* magni
   }
   uint64_t v = 0;
   bool overflow = false;
-  if (*p_ == '0' && p_ + 1 < end_ && (p_[1] == 'x' || p_[1] == 'X')) {
+  if (*p_ != '0') {
+    // Plain decimal: up to 19 digits cannot overflow uint64.
+    const char* digits = p_;
+    while (p_ < end_ && p_ - digits < 19 && IsDigit(*p_)) v = v * 10 + static_cast<uint64_t>(*p_++ - '0');
+    while (p_ < end_ && IsDigit(*p_)) {
+      const uint64_t d = static_cast<uint64_t>(*p_ - '0');
+      if (v > (std::numeric_limits<uint64_t>::max() - d) / 10) overflow = true;
+      v = v * 10 + d;
+      ++p_;
+    }
+  } else if (*p_ == '0' && p_ + 1 < end_ && (p_[1] == 'x' || p_[1] == 'X')) {
     p_ += 2;
     const char* digits = p_;
     int h;

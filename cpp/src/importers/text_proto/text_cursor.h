@@ -3,6 +3,7 @@
 // reports errors with the line and column of the offending byte.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -11,6 +12,21 @@
 #include "core/error.h"
 
 namespace tracecore {
+
+// Character classes of the text format, one table lookup per byte.
+enum : uint8_t { kCharSpace = 1, kCharIdentStart = 2, kCharDigit = 4, kCharScalar = 8 };
+
+constexpr std::array<uint8_t, 256> MakeTextCharClass() {
+  std::array<uint8_t, 256> t{};
+  for (const char c : {' ', '\n', '\t', '\r', '\f', '\v'}) t[static_cast<uint8_t>(c)] |= kCharSpace;
+  for (int c = 'a'; c <= 'z'; ++c) t[c] |= kCharIdentStart | kCharScalar;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] |= kCharIdentStart | kCharScalar;
+  t['_'] |= kCharIdentStart | kCharScalar;
+  for (int c = '0'; c <= '9'; ++c) t[c] |= kCharDigit | kCharScalar;
+  for (const char c : {'.', '+', '-'}) t[static_cast<uint8_t>(c)] |= kCharScalar;
+  return t;
+}
+inline constexpr std::array<uint8_t, 256> kTextCharClass = MakeTextCharClass();
 
 class TextCursor {
  public:
@@ -26,7 +42,7 @@ class TextCursor {
   void SkipWhitespace() {
     while (p_ < end_) {
       const char c = *p_;
-      if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      if (kTextCharClass[static_cast<uint8_t>(c)] & kCharSpace) {
         ++p_;
       } else if (c == '#') {
         const void* nl = std::memchr(p_, '\n', static_cast<size_t>(end_ - p_));
@@ -119,9 +135,11 @@ class TextCursor {
   std::string Describe(const char* at) const;
 
   static bool IsIdentStart(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    return kTextCharClass[static_cast<uint8_t>(c)] & kCharIdentStart;
   }
-  static bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
+  static bool IsIdentChar(char c) {
+    return kTextCharClass[static_cast<uint8_t>(c)] & (kCharIdentStart | kCharDigit);
+  }
 
  private:
   std::string_view Identifier();

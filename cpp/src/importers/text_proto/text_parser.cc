@@ -246,7 +246,13 @@ void TextParser::NodeExecStats(int32_t device_index) {
       case 14:
         if (f == "timeline_label") {
           c_.ExpectColon(f);
-          b_.label_scratch().assign(CheckedString(f));
+          std::string_view label = CheckedString(f);
+          if (label.data() < c_.begin() || label.data() > c_.end()) {
+            // Unescaped into the shared scratch: keep a copy of its own.
+            b_.label_scratch().assign(label.data(), label.size());
+            label = b_.label_scratch();
+          }
+          e.label = label;
           e.has_label = true;
           return true;
         }
