@@ -1,13 +1,158 @@
 #include "importers/open_trace.h"
 
+#include <exception>
 #include <stdexcept>
+#include <thread>
 
 #include "core/error.h"
 #include "importers/binary_proto/binary_parser.h"
 #include "importers/text_proto/text_parser.h"
 #include "importers/trace_builder.h"
+#include "importers/trace_merge.h"
 
 namespace tracecore {
+namespace {
+
+// Below this, a chunk is not worth a thread.
+constexpr size_t kMinChunkBytes = size_t{4} << 20;
+constexpr int kMaxThreads = 64;
+
+int ThreadCount(const OpenOptions& options, size_t bytes) {
+  int threads = options.threads;
+  if (threads < 0) throw std::invalid_argument("threads must be >= 0");
+  if (threads == 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (threads < 1) threads = 1;
+  if (threads > kMaxThreads) threads = kMaxThreads;
+  const size_t by_size = bytes / kMinChunkBytes;
+  if (static_cast<size_t>(threads) > by_size) threads = static_cast<int>(by_size < 1 ? 1 : by_size);
+  return threads;
+}
+
+// Runs fn(i) for i in [0, n) on n threads (the calling thread takes chunk 0) and rethrows the
+// first exception in chunk order.
+template <class Fn>
+void RunChunks(size_t n, Fn&& fn) {
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> workers;
+  workers.reserve(n);
+  for (size_t i = 1; i < n; ++i) {
+    workers.emplace_back([&, i] {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  try {
+    fn(0);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+std::shared_ptr<TraceTables> NewTables(const std::string& format, size_t bytes) {
+  auto tables = std::make_shared<TraceTables>();
+  tables->format = format;
+  tables->input_bytes = bytes;
+  return tables;
+}
+
+std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::string& format) {
+  auto tables = NewTables(format, file.size());
+  TraceBuilder builder(*tables);
+  builder.Reserve(file.size(), format == "text");
+  if (format == "text") {
+    ParseTextProto(file.data(), file.data() + file.size(), builder);
+  } else {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
+    ParseBinaryProto(bytes, file.size(), DetectBinaryKind(bytes, file.size()), builder);
+  }
+  builder.Finish();
+  return tables;
+}
+
+// Parses chunk by chunk on `threads` threads. Returns null when the input cannot be split or a
+// split turns out not to fall on a record boundary; throws TraceFormatError for bad input.
+std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::string& format,
+                                           int threads) {
+  const char* begin = file.data();
+  const char* end = begin + file.size();
+  std::vector<std::unique_ptr<TraceTables>> parts;
+  if (format == "text") {
+    const std::string kind = DetectTextKind(begin, end);
+    if (kind.empty()) return nullptr;
+    const std::vector<const char*> splits = FindTextSplits(begin, end, kind, static_cast<size_t>(threads));
+    if (splits.empty()) return nullptr;
+    const size_t n = splits.size() + 1;
+    std::vector<TextChunkInfo> infos(n);
+    parts.resize(n);
+    bool mismatch = false;
+    std::vector<char> chunk_mismatch(n, 0);
+    RunChunks(n, [&](size_t i) {
+      const char* start = i == 0 ? begin : splits[i - 1];
+      const char* stop = i + 1 == n ? nullptr : splits[i];
+      parts[i] = std::make_unique<TraceTables>();
+      TraceBuilder builder(*parts[i]);
+      builder.Reserve(static_cast<size_t>((stop ? stop : end) - start), true);
+      try {
+        ParseTextChunk(begin, end, start, stop, kind, builder, &infos[i]);
+      } catch (const SplitMismatch&) {
+        chunk_mismatch[i] = 1;
+      }
+    });
+    for (char m : chunk_mismatch) mismatch = mismatch || m;
+    // A step_stats opened in one chunk must be closed by the same bracket in a later one.
+    char open = 0;
+    for (size_t i = 0; i < n && !mismatch; ++i) {
+      if (infos[i].first_closer != 0) {
+        if (open != 0 && infos[i].first_closer != open) mismatch = true;
+        open = 0;
+      }
+      if (infos[i].open_at_end != 0) open = infos[i].open_at_end;
+    }
+    if (mismatch) return nullptr;
+  } else {
+    const auto* data = reinterpret_cast<const uint8_t*>(begin);
+    const std::string kind = DetectBinaryKind(data, file.size());
+    std::vector<BinaryUnit> units;
+    if (!PlanBinaryUnits(data, file.size(), kind, &units) || units.size() < 2) return nullptr;
+    // Contiguous runs of units of about equal byte size.
+    std::vector<size_t> cuts{0};
+    const size_t target = file.size() / static_cast<size_t>(threads);
+    size_t acc = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      acc += static_cast<size_t>(units[u].end - units[u].begin);
+      if (acc >= target && cuts.size() < static_cast<size_t>(threads) && u + 1 < units.size()) {
+        cuts.push_back(u + 1);
+        acc = 0;
+      }
+    }
+    cuts.push_back(units.size());
+    const size_t n = cuts.size() - 1;
+    if (n < 2) return nullptr;
+    parts.resize(n);
+    RunChunks(n, [&](size_t i) {
+      parts[i] = std::make_unique<TraceTables>();
+      TraceBuilder builder(*parts[i]);
+      const BinaryUnit* first = units.data() + cuts[i];
+      const BinaryUnit* last = units.data() + cuts[i + 1];
+      builder.Reserve(static_cast<size_t>(last[-1].end - first->begin), false);
+      ParseBinaryUnits(data, first, last, kind, builder);
+    });
+  }
+  auto tables = NewTables(format, file.size());
+  MergeTables(parts, tables.get());
+  tables->threads_used = static_cast<int>(parts.size());
+  TraceBuilder(*tables).Finish();
+  return tables;
+}
+
+}  // namespace
 
 std::string DetectFormat(const char* data, size_t size) {
   size_t i = 0;
@@ -36,21 +181,20 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   } else if (format != "text" && format != "binary") {
     throw std::invalid_argument("format must be 'auto', 'text' or 'binary', not '" + format + "'");
   }
-  auto tables = std::make_shared<TraceTables>();
-  tables->format = format;
-  tables->input_bytes = file.size();
-  TraceBuilder builder(*tables);
-  builder.Reserve(file.size(), format == "text");
-  if (format == "text") {
-    ParseTextProto(file.data(), file.data() + file.size(), builder);
-  } else {
-    const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
-    ParseBinaryProto(bytes, file.size(), DetectBinaryKind(bytes, file.size()), builder);
+  const int threads = ThreadCount(options, file.size());
+  std::shared_ptr<TraceTables> tables;
+  if (threads > 1) {
+    try {
+      tables = ParseParallel(file, format, threads);
+    } catch (const TraceFormatError&) {
+      // Bad input: the sequential parse reports the first error in file order.
+      tables = nullptr;
+    }
   }
+  if (!tables) tables = ParseSequential(file, format);
   if (file.ShrankSinceOpen()) {
     throw TraceFormatError("the file was truncated by another process while it was being read");
   }
-  builder.Finish();
   return tables;
 }
 

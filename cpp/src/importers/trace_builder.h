@@ -126,7 +126,7 @@ class TraceBuilder {
 
   // Graph nodes: inputs are appended as met.
   void AddGraphInput(std::string_view input) { t_.graph_nodes.inputs.values.Append(input); }
-  int32_t BeginGraph() { return next_graph_index_++; }
+  int32_t BeginGraph() { return t_.graph_count++; }
   void EndGraphNode(int32_t graph_index, const GraphNodeFields& f);
 
   void CountUnknownField() { ++t_.unknown_fields; }
@@ -145,7 +145,6 @@ class TraceBuilder {
   TraceTables& t_;
   std::string label_;
   int64_t next_event_id_ = 0;
-  int32_t next_graph_index_ = 0;
   uint32_t dtype_ids_[256] = {};
   std::vector<uint32_t> op_of_node_;  // node_name id -> last op id derived for it (cache)
 };

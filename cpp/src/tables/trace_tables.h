@@ -138,6 +138,7 @@ struct TraceTables {
   std::string format;  // "text" | "binary"
   uint64_t input_bytes = 0;
   uint64_t unknown_fields = 0;
+  int32_t graph_count = 0;  // GraphDefs seen (graph_index values), including empty ones
   int threads_used = 1;
 };
 

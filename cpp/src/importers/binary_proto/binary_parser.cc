@@ -15,6 +15,7 @@ class BinaryParser {
 
   void RunMetadata(Bytes m);
   void StepStats(Bytes m);
+  void DeviceStepStats(Bytes m);
 
  private:
   static const uint8_t* Begin(Bytes m) { return reinterpret_cast<const uint8_t*>(m.data()); }
@@ -110,7 +111,6 @@ class BinaryParser {
     return true;
   }
 
-  void DeviceStepStats(Bytes m);
   void NodeExecStats(Bytes m, int32_t device_index);
   void AllocatorMemoryUsed(Bytes m, int64_t event_id);
   void NodeOutput(Bytes m, int64_t event_id, int32_t output_index);
@@ -478,6 +478,56 @@ std::string DetectBinaryKind(const uint8_t* data, size_t size) {
     }
   }
   return "StepStats";
+}
+
+bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
+                     std::vector<BinaryUnit>* units) {
+  units->clear();
+  Probe top{data, data + size};
+  while (top.p < top.end) {
+    const uint8_t* field_begin = top.p;
+    uint32_t field, wt;
+    Bytes payload;
+    if (!top.Next(&field, &wt, &payload)) return false;
+    const auto* payload_begin = reinterpret_cast<const uint8_t*>(payload.data());
+    if (field == 1 && wt == kLengthDelimited) {
+      if (kind == "StepStats") {
+        units->push_back({BinaryUnit::kDeviceStepStats, payload_begin, payload_begin + payload.size()});
+        continue;
+      }
+      Probe inner{payload_begin, payload_begin + payload.size()};
+      while (inner.p < inner.end) {
+        const uint8_t* inner_begin = inner.p;
+        uint32_t f2, wt2;
+        Bytes p2;
+        if (!inner.Next(&f2, &wt2, &p2)) return false;
+        const auto* p2_begin = reinterpret_cast<const uint8_t*>(p2.data());
+        if (f2 == 1 && wt2 == kLengthDelimited) {
+          units->push_back({BinaryUnit::kDeviceStepStats, p2_begin, p2_begin + p2.size()});
+        } else {
+          units->push_back({BinaryUnit::kStepStatsField, inner_begin, inner.p});
+        }
+      }
+      continue;
+    }
+    units->push_back({kind == "StepStats" ? BinaryUnit::kStepStatsField : BinaryUnit::kRunMetadataField,
+                      field_begin, top.p});
+  }
+  return true;
+}
+
+void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const BinaryUnit* last,
+                      const std::string& kind, TraceBuilder& builder) {
+  builder.tables().kind = kind;
+  BinaryParser parser(data, builder);
+  for (const BinaryUnit* u = first; u != last; ++u) {
+    const Bytes bytes(reinterpret_cast<const char*>(u->begin), static_cast<size_t>(u->end - u->begin));
+    switch (u->kind) {
+      case BinaryUnit::kDeviceStepStats: parser.DeviceStepStats(bytes); break;
+      case BinaryUnit::kStepStatsField: parser.StepStats(bytes); break;
+      case BinaryUnit::kRunMetadataField: parser.RunMetadata(bytes); break;
+    }
+  }
 }
 
 void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,

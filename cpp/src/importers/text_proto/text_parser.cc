@@ -18,9 +18,31 @@ class TextParser {
  public:
   TextParser(const char* begin, const char* end, TraceBuilder& b) : c_(begin, end), b_(b) {}
 
+  // Parses a chunk instead of the whole input: from `start` (a record boundary found by
+  // FindTextSplits) up to `stop_at` (the next one, or null for the end of the input).
+  void SetChunk(const char* start, const char* stop_at, const std::string& kind) {
+    c_.set_pos(start);
+    stop_at_ = stop_at;
+    b_.tables().kind = kind;
+    starts_in_step_stats_ = start != c_.begin() && kind == "RunMetadata";
+  }
+
+  // Parses to the end of the input or chunk. Throws TraceFormatError; throws SplitMismatch
+  // when a chunk's boundaries turn out not to be record boundaries in this parse state.
   void Run();
 
+  TextChunkInfo info;
+
  private:
+  struct ReachedSplit {};
+  void CheckSplit() {
+    if (stop_at_ == nullptr) return;
+    if (c_.pos() == stop_at_) throw ReachedSplit{};
+    if (c_.pos() > stop_at_) throw SplitMismatch{};
+  }
+  void TopLevel();
+  void StepStatsBody(char close);
+
   // Parses one message value ("{ ... }" or "< ... >"), dispatching each field name to
   // `on_field`, which parses the value and returns true, or returns false for a field that is
   // skipped as unknown.
@@ -120,16 +142,40 @@ class TextParser {
   TraceBuilder& b_;
   std::string scratch_;
   int depth_ = 0;
+  const char* stop_at_ = nullptr;
+  bool starts_in_step_stats_ = false;
+  char open_step_stats_ = 0;  // closer of the step_stats message open right now, if any
 };
 
 void TextParser::Run() {
+  try {
+    if (starts_in_step_stats_) {
+      // A RunMetadata chunk that begins inside step_stats { ... }: its closer is not known
+      // here; the merge checks it against the opener seen by the chunk before.
+      depth_ = 1;
+      StepStatsBody(0);
+      depth_ = 0;
+      c_.SkipFieldSeparator();
+    }
+    TopLevel();
+  } catch (const ReachedSplit&) {
+    info.reached_split = true;
+    info.open_at_end = open_step_stats_;
+    return;
+  }
+  if (stop_at_ != nullptr) throw SplitMismatch{};  // ran to the end without meeting the split
+}
+
+void TextParser::TopLevel() {
   TraceTables& t = b_.tables();
   c_.SkipWhitespace();
-  if (c_.at_end()) {
+  if (c_.at_end() && c_.pos() != nullptr && t.kind.empty()) {
     c_.Fail(c_.pos(), "empty input: expected a StepStats ('dev_stats {') or a RunMetadata ('step_stats {')");
   }
-  while (!c_.at_end()) {
-    const char* at = c_.pos();
+  for (;;) {
+    c_.SkipWhitespace();
+    if (t.kind == "StepStats") CheckSplit();
+    if (c_.at_end()) break;
     const std::string_view name = c_.FieldName();
     if (t.kind.empty()) {
       if (name == "dev_stats") {
@@ -152,11 +198,9 @@ void TextParser::Run() {
     } else if (t.kind == "RunMetadata" && name == "session_metadata") {
       Ignore(name);
     } else {
-      (void)at;
       Unknown(name);
     }
     c_.SkipFieldSeparator();
-    c_.SkipWhitespace();
   }
   if (t.kind.empty()) {
     c_.Fail(c_.begin(), "no StepStats ('dev_stats') or RunMetadata ('step_stats') field found");
@@ -164,13 +208,35 @@ void TextParser::Run() {
 }
 
 void TextParser::StepStats() {
-  Message("step_stats", [&](std::string_view f) {
-    if (f == "dev_stats") {
-      MessageField(f, true, [&] { DeviceStepStats(); });
-      return true;
+  const char close = c_.OpenMessage("step_stats");
+  if (++depth_ > kMaxDepth) c_.Fail(c_.pos() - 1, "messages nested deeper than 32 levels");
+  open_step_stats_ = close;
+  StepStatsBody(close);
+  open_step_stats_ = 0;
+  --depth_;
+}
+
+void TextParser::StepStatsBody(char close) {
+  for (;;) {
+    c_.SkipWhitespace();
+    CheckSplit();
+    if (c_.at_end()) {
+      c_.Fail(c_.pos(), std::string("expected '") + (close ? close : '}') + "' to close 'step_stats'");
     }
-    return false;
-  });
+    const char ch = c_.peek();
+    if ((ch == '}' || ch == '>') && (close == 0 || ch == close)) {
+      c_.set_pos(c_.pos() + 1);
+      if (close == 0) info.first_closer = ch;
+      return;
+    }
+    const std::string_view name = c_.FieldName();
+    if (name == "dev_stats") {
+      MessageField(name, true, [&] { DeviceStepStats(); });
+    } else {
+      Unknown(name);
+    }
+    c_.SkipFieldSeparator();
+  }
 }
 
 void TextParser::DeviceStepStats() {
@@ -591,6 +657,51 @@ void TextParser::FunctionGraphs() {
 void ParseTextProto(const char* begin, const char* end, TraceBuilder& builder) {
   TextParser parser(begin, end, builder);
   parser.Run();
+}
+
+std::string DetectTextKind(const char* begin, const char* end) {
+  TextCursor c(begin, end);
+  for (;;) {
+    c.SkipWhitespace();
+    if (c.at_end()) return "";
+    const std::string_view name = c.FieldName();
+    if (name == "dev_stats") return "StepStats";
+    if (name == "step_stats" || name == "cost_graph" || name == "partition_graphs" ||
+        name == "function_graphs" || name == "session_metadata") {
+      return "RunMetadata";
+    }
+    c.SkipValue(name);
+    c.SkipFieldSeparator();
+  }
+}
+
+std::vector<const char*> FindTextSplits(const char* begin, const char* end, const std::string& kind,
+                                        size_t chunks) {
+  // TensorFlow prints one field per line with two-space indentation: a device block starts at
+  // "\ndev_stats {" (StepStats) or "\n  dev_stats {" (inside a RunMetadata's step_stats).
+  const std::string_view needle = kind == "RunMetadata" ? "\n  dev_stats {" : "\ndev_stats {";
+  const size_t indent = kind == "RunMetadata" ? 3 : 1;
+  std::vector<const char*> splits;
+  const size_t size = static_cast<size_t>(end - begin);
+  const std::string_view all(begin, size);
+  for (size_t k = 1; k < chunks; ++k) {
+    size_t from = size / chunks * k;
+    if (!splits.empty()) from = std::max(from, static_cast<size_t>(splits.back() - begin));
+    const size_t at = all.find(needle, from);
+    if (at == std::string_view::npos) break;
+    const char* split = begin + at + indent;
+    if (!splits.empty() && split <= splits.back()) continue;
+    splits.push_back(split);
+  }
+  return splits;
+}
+
+void ParseTextChunk(const char* begin, const char* end, const char* start, const char* stop_at,
+                    const std::string& kind, TraceBuilder& builder, TextChunkInfo* info) {
+  TextParser parser(begin, end, builder);
+  parser.SetChunk(start, stop_at, kind);
+  parser.Run();
+  *info = parser.info;
 }
 
 }  // namespace tracecore
