@@ -46,7 +46,7 @@ class MemoryReplay:
         ``source="tensors"``: one row per live tensor (``tensor_name, event_id, node_name,
         output_index, dtype, shape, requested_bytes, allocated_bytes``), sorted by tensor name.
         ``source="records"``: the positive allocation records at or before the peak
-        (``event_id, node_name, time_ns, bytes``), in replay order.
+        (``event_id, node_name, allocator, time_ns, bytes``), in replay order.
         """
         self.peak(allocator)  # raises KeyError for an unknown allocator
         live = self._live.filter(pc.equal(self._live["allocator"].cast(pa.string()), allocator))
@@ -72,6 +72,7 @@ class MemoryReplay:
             {
                 "event_id": records["event_id"],
                 "node_name": events["node_name"],
+                "allocator": records["allocator"],
                 "time_ns": records["time_ns"],
                 "bytes": records["bytes"],
             }

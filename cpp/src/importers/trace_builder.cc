@@ -136,7 +136,7 @@ const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   const bool has_op = op != StringPool::kInvalidUtf8;
   e.op.push_back(has_op ? op : StringPool::kEmptyId);
   e.op_valid.push_back(has_op ? 1 : 0);
-  e.timeline_label.Append(f.label);
+  e.timeline_label.push_back(LabelFor(f));
   e.start_ns.push_back(start);
   e.end_ns.push_back(end);
   e.op_start_ns.push_back(op_start);
@@ -149,19 +149,31 @@ const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   return nullptr;
 }
 
+namespace {
+// Looks `value` up through a per-node cache before interning it: a node's label and op are the
+// same at every step, so most lookups are one compare instead of a hash.
+uint32_t CachedIntern(StringPool& pool, std::vector<uint32_t>& cache, uint32_t node,
+                      std::string_view value) {
+  if (node < cache.size()) {
+    const uint32_t cached = cache[node];
+    if (cached != StringPool::kInvalidUtf8 && pool.Get(cached) == value) return cached;
+  } else {
+    cache.resize(std::max<size_t>(node + 1, cache.size() * 2), StringPool::kInvalidUtf8);
+  }
+  const uint32_t id = pool.Intern(value);
+  cache[node] = id;
+  return id;
+}
+}  // namespace
+
+uint32_t TraceBuilder::LabelFor(const EventFields& f) {
+  return CachedIntern(t_.pool, label_of_node_, f.node_name, f.label);
+}
+
 uint32_t TraceBuilder::OpFor(const EventFields& f) {
   std::string_view op;
   if (!DeriveOp(f.label, f.has_label, t_.pool.Get(f.node_name), &op)) return StringPool::kInvalidUtf8;
-  // A node's op rarely changes between steps: check the cached one before hashing.
-  if (f.node_name < op_of_node_.size()) {
-    const uint32_t cached = op_of_node_[f.node_name];
-    if (cached != StringPool::kInvalidUtf8 && t_.pool.Get(cached) == op) return cached;
-  } else {
-    op_of_node_.resize(std::max<size_t>(f.node_name + 1, op_of_node_.size() * 2), StringPool::kInvalidUtf8);
-  }
-  const uint32_t id = t_.pool.Intern(op);
-  op_of_node_[f.node_name] = id;
-  return id;
+  return CachedIntern(t_.pool, op_of_node_, f.node_name, op);
 }
 
 void TraceBuilder::Reserve(size_t bytes, bool text) {
@@ -174,8 +186,7 @@ void TraceBuilder::Reserve(size_t bytes, bool text) {
   e.node_name.reserve(events);
   e.op.reserve(events);
   e.op_valid.reserve(events);
-  e.timeline_label.offsets.reserve(events + 1);
-  e.timeline_label.data.reserve(events * 48);
+  e.timeline_label.reserve(events);
   for (auto* v : {&e.start_ns, &e.end_ns, &e.op_start_ns, &e.op_end_ns, &e.scheduled_ns,
                   &e.temp_memory_size, &e.persistent_memory_size}) {
     v->reserve(events);

@@ -141,12 +141,14 @@ class TraceBuilder {
  private:
   uint32_t DtypeId(int32_t dtype);
   uint32_t OpFor(const EventFields& f);
+  uint32_t LabelFor(const EventFields& f);
 
   TraceTables& t_;
   std::string label_;
   int64_t next_event_id_ = 0;
   uint32_t dtype_ids_[256] = {};
-  std::vector<uint32_t> op_of_node_;  // node_name id -> last op id derived for it (cache)
+  std::vector<uint32_t> op_of_node_;     // node_name id -> last op id derived for it (cache)
+  std::vector<uint32_t> label_of_node_;  // node_name id -> last label id seen with it (cache)
 };
 
 }  // namespace tracecore

@@ -68,7 +68,7 @@ void MergeTables(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* 
     AppendIds(oe.node_name, e.node_name, remap);
     AppendIds(oe.op, e.op, remap);
     Append(oe.op_valid, e.op_valid);
-    AppendStrings(oe.timeline_label, e.timeline_label);
+    AppendIds(oe.timeline_label, e.timeline_label, remap);
     Append(oe.start_ns, e.start_ns);
     Append(oe.end_ns, e.end_ns);
     Append(oe.op_start_ns, e.op_start_ns);

@@ -203,9 +203,7 @@ Replay ReplayTensors(const TraceTables& t, uint32_t only) {
       continue;
     }
     if (t.pool.Get(e.node_name[ev]) == "RecvTensor") continue;
-    const std::string_view label(
-        e.timeline_label.data.data() + e.timeline_label.offsets[ev],
-        static_cast<size_t>(e.timeline_label.offsets[ev + 1] - e.timeline_label.offsets[ev]));
+    const std::string_view label = t.pool.Get(e.timeline_label[ev]);
     if (!ParseLabelInputs(label, &inputs)) continue;
     const int64_t unref = Micros(e.end_ns[ev]) - 1;
     for (std::string_view input : inputs) {

@@ -12,7 +12,16 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
   // Group keys are interned into a pool of their own: the trace's pool is shared and immutable.
   StringPool keys;
   std::vector<uint32_t> group(e.size());
+  // by device: one group per device block (the same device string can head several blocks).
+  std::vector<std::string_view> block_keys;
+  if (by == GroupBy::kDevice) {
+    for (size_t d = 0; d < t.devices.size(); ++d) block_keys.push_back(t.pool.Get(t.devices.device[d]));
+  }
   for (size_t i = 0; i < e.size(); ++i) {
+    if (by == GroupBy::kDevice) {
+      group[i] = static_cast<uint32_t>(e.device_index[i]);
+      continue;
+    }
     const auto kind = static_cast<DeviceKind>(t.devices.kind[static_cast<size_t>(e.device_index[i])]);
     std::string_view key;
     switch (by) {
@@ -28,12 +37,12 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
         break;
       }
       case GroupBy::kDevice:
-        key = t.pool.Get(e.device[i]);
         break;
     }
     group[i] = keys.Intern(key);
   }
-  const size_t n_groups = keys.size();
+  const size_t n_groups = by == GroupBy::kDevice ? block_keys.size() : keys.size();
+  auto key_of = [&](uint32_t g) { return by == GroupBy::kDevice ? block_keys[g] : keys.Get(g); };
   OpStatsTable out;
   std::vector<int64_t> n_events(n_groups, 0), total(n_groups, 0), max_ns(n_groups, 0),
       busy(n_groups, 0), executor(n_groups, 0), stream(n_groups, 0);
@@ -67,17 +76,17 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
   const double span = e.size() ? static_cast<double>(t1 - t0) : 0.0;
   std::vector<uint32_t> order;
   for (uint32_t g = 0; g < n_groups; ++g) {
-    if (n_events[g] > 0) order.push_back(g);
+    if (n_events[g] > 0 || by == GroupBy::kDevice) order.push_back(g);
   }
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     if (total[a] != total[b]) return total[a] > total[b];
-    return keys.Get(a) < keys.Get(b);
+    return key_of(a) < key_of(b);
   });
   for (uint32_t g : order) {
-    out.key.Append(keys.Get(g));
+    out.key.Append(key_of(g));
     out.n_events.push_back(n_events[g]);
     out.total_ns.push_back(total[g]);
-    out.mean_ns.push_back(static_cast<double>(total[g]) / static_cast<double>(n_events[g]));
+    out.mean_ns.push_back(n_events[g] ? static_cast<double>(total[g]) / static_cast<double>(n_events[g]) : 0.0);
     out.max_ns.push_back(max_ns[g]);
     out.busy_ns.push_back(busy[g]);
     out.share.push_back(span > 0 ? static_cast<double>(busy[g]) / span : 0.0);

@@ -89,7 +89,7 @@ TableView DescribeTable(const TraceTables& t, std::string_view name) {
     return Make(static_cast<int64_t>(e.size()),
                 {I64("event_id", e.event_id), I32("device_index", e.device_index),
                  Dict("device", e.device), Dict("node_name", e.node_name),
-                 Dict("op", e.op, &e.op_valid), Str("timeline_label", e.timeline_label),
+                 Dict("op", e.op, &e.op_valid), Dict("timeline_label", e.timeline_label),
                  I64("start_ns", e.start_ns), I64("end_ns", e.end_ns),
                  I64("op_start_ns", e.op_start_ns), I64("op_end_ns", e.op_end_ns),
                  I64("scheduled_ns", e.scheduled_ns, &e.scheduled_valid),

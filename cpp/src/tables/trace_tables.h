@@ -34,7 +34,7 @@ struct EventTable {
   std::vector<uint32_t> node_name;
   std::vector<uint32_t> op;
   std::vector<uint8_t> op_valid;
-  StringColumn timeline_label;
+  std::vector<uint32_t> timeline_label;  // interned: a graph's labels repeat every step
   std::vector<int64_t> start_ns;
   std::vector<int64_t> end_ns;
   std::vector<int64_t> op_start_ns;
