@@ -55,6 +55,14 @@ void RunChunks(size_t n, Fn&& fn) {
   }
 }
 
+// Gives a builder that parses [begin, ...) of `file` the means to release consumed pages.
+void ReleaseAsConsumed(const MappedFile& file, const char* begin, TraceBuilder& builder) {
+  if (!file.is_mapped()) return;
+  builder.SetReleaser(begin, [&file](const char* from, const char* to) {
+    file.ReleaseConsumed(static_cast<size_t>(from - file.data()), static_cast<size_t>(to - file.data()));
+  });
+}
+
 std::shared_ptr<TraceTables> NewTables(const std::string& format, size_t bytes) {
   auto tables = std::make_shared<TraceTables>();
   tables->format = format;
@@ -66,6 +74,7 @@ std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::
   auto tables = NewTables(format, file.size());
   TraceBuilder builder(*tables);
   builder.Reserve(file.size(), format == "text");
+  ReleaseAsConsumed(file, file.data(), builder);
   if (format == "text") {
     ParseTextProto(file.data(), file.data() + file.size(), builder);
   } else {
@@ -99,6 +108,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       parts[i] = std::make_unique<TraceTables>();
       TraceBuilder builder(*parts[i]);
       builder.Reserve(static_cast<size_t>((stop ? stop : end) - start), true);
+      ReleaseAsConsumed(file, start, builder);
       try {
         ParseTextChunk(begin, end, start, stop, kind, builder, &infos[i]);
       } catch (const SplitMismatch&) {
@@ -142,6 +152,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       const BinaryUnit* first = units.data() + cuts[i];
       const BinaryUnit* last = units.data() + cuts[i + 1];
       builder.Reserve(static_cast<size_t>(last[-1].end - first->begin), false);
+      ReleaseAsConsumed(file, reinterpret_cast<const char*>(first->begin), builder);
       ParseBinaryUnits(data, first, last, kind, builder);
     });
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <string_view>
 
 #include "tables/trace_tables.h"
@@ -131,6 +132,19 @@ class TraceBuilder {
 
   void CountUnknownField() { ++t_.unknown_fields; }
 
+  // Input pages before `pos` are no longer needed: every N MB they are handed to `release`
+  // (which drops them from the resident set), so a multi-GB mapped dump does not stay resident.
+  void SetReleaser(const char* begin, std::function<void(const char*, const char*)> release) {
+    released_ = begin;
+    release_ = std::move(release);
+  }
+  void Consumed(const char* pos) {
+    if (release_ && pos - released_ >= kReleaseStep) {
+      release_(released_, pos);
+      released_ = pos;
+    }
+  }
+
   // Reserves column capacity for an input of `bytes` (a guess from typical dumps; columns still
   // grow past it). Untouched capacity costs address space, not memory.
   void Reserve(size_t bytes, bool text);
@@ -147,6 +161,9 @@ class TraceBuilder {
   std::string label_;
   int64_t next_event_id_ = 0;
   uint32_t dtype_ids_[256] = {};
+  static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{32} << 20;
+  const char* released_ = nullptr;
+  std::function<void(const char*, const char*)> release_;
   std::vector<uint32_t> op_of_node_;     // node_name id -> last op id derived for it (cache)
   std::vector<uint32_t> label_of_node_;  // node_name id -> last label id seen with it (cache)
 };

@@ -48,9 +48,19 @@ void AppendList(ListColumn<T>& dst, const ListColumn<T>& src) {
 }  // namespace
 
 void MergeTables(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* out) {
-  int64_t event_base = 0;
-  int32_t device_base = 0, graph_base = 0;
-  for (auto& part_ptr : parts) {
+  // The first part becomes the output as it is (its ids already are the sequential ones); the
+  // others are appended and freed one by one, so the peak is one part above the result.
+  const std::string format = out->format;
+  const uint64_t input_bytes = out->input_bytes;
+  *out = std::move(*parts.front());
+  out->format = format;
+  out->input_bytes = input_bytes;
+  parts.front().reset();
+  int64_t event_base = static_cast<int64_t>(out->events.size());
+  int32_t device_base = static_cast<int32_t>(out->devices.size());
+  int32_t graph_base = out->graph_count;
+  for (size_t k = 1; k < parts.size(); ++k) {
+    auto& part_ptr = parts[k];
     const TraceTables& p = *part_ptr;
     std::vector<uint32_t> remap(p.pool.size());
     for (uint32_t id = 0; id < p.pool.size(); ++id) remap[id] = out->pool.Intern(p.pool.Get(id));

@@ -9,7 +9,8 @@
 
 namespace tracecore {
 
-// Appends `parts` (in file order) to `out`, which must be empty. Parts are consumed.
+// Merges `parts` (in file order) into `out` (which keeps only its format and input size).
+// Parts are consumed.
 void MergeTables(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* out);
 
 }  // namespace tracecore

@@ -203,6 +203,7 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
     }
   });
   if (const char* error = b_.EndEvent(device_index, e)) r_.Fail(Begin(m), error);
+  b_.Consumed(reinterpret_cast<const char*>(End(m)));
 }
 
 void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {

@@ -382,6 +382,7 @@ void TextParser::NodeExecStats(int32_t device_index) {
     return false;
   });
   if (const char* error = b_.EndEvent(device_index, e)) c_.Fail(at, error);
+  b_.Consumed(c_.pos());
 }
 
 void TextParser::AllocatorMemoryUsed(int64_t event_id) {
