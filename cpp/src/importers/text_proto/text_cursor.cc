@@ -75,6 +75,13 @@ std::string TextCursor::Describe(const char* at) const {
 
 std::string_view TextCursor::Identifier() {
   const char* start = p_;
+  // Field names are lower case with underscores: scan those eight bytes at a time.
+  while (end_ - p_ >= 8) {
+    const uint64_t x = swar::Load(p_);
+    const int n = swar::FirstClear(swar::BytesInRange(x, 'a', 'z') | swar::BytesEqual(x, '_'));
+    p_ += n;
+    if (n < 8) break;
+  }
   while (p_ < end_ && IsIdentChar(*p_)) ++p_;
   return std::string_view(start, static_cast<size_t>(p_ - start));
 }
@@ -93,6 +100,10 @@ std::string_view TextCursor::FieldName() {
 }
 
 void TextCursor::ExpectColon(std::string_view field) {
+  if (p_ < end_ && *p_ == ':') {
+    ++p_;
+    return;
+  }
   SkipWhitespace();
   if (p_ < end_ && *p_ == ':') {
     ++p_;
@@ -131,8 +142,16 @@ void TextCursor::Integer(std::string_view field, bool* negative, uint64_t* magni
   uint64_t v = 0;
   bool overflow = false;
   if (*p_ != '0') {
-    // Plain decimal: up to 19 digits cannot overflow uint64.
+    // Plain decimal: up to 19 digits cannot overflow uint64. Timestamps have 16.
     const char* digits = p_;
+    if (end_ - p_ >= 8 && swar::AllDigits(swar::Load(p_))) {
+      v = swar::EightDigits(swar::Load(p_));
+      p_ += 8;
+      if (end_ - p_ >= 8 && swar::AllDigits(swar::Load(p_))) {
+        v = v * 100000000 + swar::EightDigits(swar::Load(p_));
+        p_ += 8;
+      }
+    }
     while (p_ < end_ && p_ - digits < 19 && IsDigit(*p_)) v = v * 10 + static_cast<uint64_t>(*p_++ - '0');
     while (p_ < end_ && IsDigit(*p_)) {
       const uint64_t d = static_cast<uint64_t>(*p_ - '0');

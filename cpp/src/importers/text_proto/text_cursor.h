@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "importers/text_proto/swar.h"
 
 namespace tracecore {
 
@@ -40,6 +41,14 @@ class TextCursor {
   char peek() const { return p_ < end_ ? *p_ : '\0'; }
 
   void SkipWhitespace() {
+    if (p_ < end_ && !(kTextCharClass[static_cast<uint8_t>(*p_)] & kCharSpace) && *p_ != '#') return;
+    // Newlines and indentation, eight bytes at a time; anything else byte by byte.
+    while (end_ - p_ >= 8) {
+      const uint64_t x = swar::Load(p_);
+      const int n = swar::FirstClear(swar::BytesEqual(x, ' ') | swar::BytesEqual(x, '\n'));
+      p_ += n;
+      if (n < 8) break;
+    }
     while (p_ < end_) {
       const char c = *p_;
       if (kTextCharClass[static_cast<uint8_t>(c)] & kCharSpace) {
