@@ -131,6 +131,9 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     const std::string kind = DetectBinaryKind(data, file.size());
     std::vector<BinaryUnit> units;
     if (!PlanBinaryUnits(data, file.size(), kind, &units) || units.size() < 2) return nullptr;
+    bool any_device = false;
+    for (const BinaryUnit& u : units) any_device = any_device || u.kind == BinaryUnit::kDeviceStepStats;
+    if (!any_device) return nullptr;  // the sequential parse checks for known fields
     // Contiguous runs of units of about equal byte size.
     std::vector<size_t> cuts{0};
     const size_t target = file.size() / static_cast<size_t>(threads);
@@ -193,19 +196,26 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
     throw std::invalid_argument("format must be 'auto', 'text' or 'binary', not '" + format + "'");
   }
   const int threads = ThreadCount(options, file.size());
+  const auto truncated = [] {
+    return TraceFormatError("the file was truncated by another process while it was being read");
+  };
   std::shared_ptr<TraceTables> tables;
-  if (threads > 1) {
-    try {
-      tables = ParseParallel(file, format, threads);
-    } catch (const TraceFormatError&) {
-      // Bad input: the sequential parse reports the first error in file order.
-      tables = nullptr;
+  try {
+    if (threads > 1) {
+      try {
+        tables = ParseParallel(file, format, threads);
+      } catch (const TraceFormatError&) {
+        if (file.ShrankSinceOpen()) throw;
+        // Bad input: the sequential parse reports the first error in file order.
+        tables = nullptr;
+      }
     }
+    if (!tables) tables = ParseSequential(file, format);
+  } catch (const TraceFormatError&) {
+    if (file.ShrankSinceOpen()) throw truncated();
+    throw;
   }
-  if (!tables) tables = ParseSequential(file, format);
-  if (file.ShrankSinceOpen()) {
-    throw TraceFormatError("the file was truncated by another process while it was being read");
-  }
+  if (file.ShrankSinceOpen()) throw truncated();
   return tables;
 }
 

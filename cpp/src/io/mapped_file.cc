@@ -5,13 +5,76 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "core/error.h"
 
 namespace tracecore {
 namespace {
+
+// Mappings the SIGBUS handler may patch: begin/end addresses and a truncated flag per slot.
+constexpr int kGuardSlots = 256;
+std::atomic<uintptr_t> g_slot_begin[kGuardSlots];
+std::atomic<uintptr_t> g_slot_end[kGuardSlots];
+std::atomic<bool> g_slot_truncated[kGuardSlots];
+struct sigaction g_previous_sigbus;
+std::once_flag g_install_once;
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (int i = 0; i < kGuardSlots; ++i) {
+    const uintptr_t begin = g_slot_begin[i].load(std::memory_order_acquire);
+    if (begin == 0 || addr < begin || addr >= g_slot_end[i].load(std::memory_order_acquire)) continue;
+    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    void* at = reinterpret_cast<void*>(addr & ~(page - 1));
+    if (::mmap(at, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+      g_slot_truncated[i].store(true, std::memory_order_release);
+      return;  // the faulting read is retried and now sees zeros
+    }
+  }
+  // Not a read of one of our files: behave as if we were not here.
+  if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
+    if (g_previous_sigbus.sa_sigaction != nullptr) {
+      g_previous_sigbus.sa_sigaction(sig, info, context);
+      return;
+    }
+  } else if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN) {
+    g_previous_sigbus.sa_handler(sig);
+    return;
+  }
+  ::signal(SIGBUS, SIG_DFL);
+  ::raise(SIGBUS);
+}
+
+void InstallSigbusGuard() {
+  std::call_once(g_install_once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof action);
+    action.sa_sigaction = &OnSigbus;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous_sigbus);
+  });
+}
+
+int RegisterGuard(const void* begin, size_t size) {
+  InstallSigbusGuard();
+  for (int i = 0; i < kGuardSlots; ++i) {
+    uintptr_t expected = 0;
+    if (g_slot_begin[i].compare_exchange_strong(expected, 1)) {  // claim the slot
+      g_slot_truncated[i].store(false);
+      g_slot_end[i].store(reinterpret_cast<uintptr_t>(begin) + size);
+      g_slot_begin[i].store(reinterpret_cast<uintptr_t>(begin), std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;  // more than kGuardSlots live mappings: this one is checked by size only
+}
 
 [[noreturn]] void ThrowErrno(const std::string& what, const std::string& path) {
   int err = errno;
@@ -60,6 +123,7 @@ std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
   if (map == MAP_FAILED) ThrowErrno("cannot map", path);
   ::madvise(map, file->size_, MADV_SEQUENTIAL);
   file->mapping_ = map;
+  file->guard_slot_ = RegisterGuard(map, file->size_);
   file->data_ = static_cast<const char*>(map);
   return file;
 }
@@ -73,7 +137,14 @@ std::shared_ptr<MappedFile> MappedFile::FromBuffer(std::string bytes) {
 }
 
 MappedFile::~MappedFile() {
+  if (guard_slot_ >= 0) {
+    g_slot_begin[guard_slot_].store(0, std::memory_order_release);
+  }
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
+}
+
+bool MappedFile::truncated_while_mapped() const {
+  return guard_slot_ >= 0 && g_slot_truncated[guard_slot_].load(std::memory_order_acquire);
 }
 
 void MappedFile::ReleaseConsumed(size_t begin, size_t end) const {
@@ -88,6 +159,7 @@ void MappedFile::ReleaseConsumed(size_t begin, size_t end) const {
 
 bool MappedFile::ShrankSinceOpen() const {
   if (mapping_ == nullptr) return false;
+  if (truncated_while_mapped()) return true;
   struct stat st;
   if (::stat(path_.c_str(), &st) != 0) return false;
   return static_cast<size_t>(st.st_size) < size_;

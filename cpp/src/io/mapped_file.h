@@ -29,8 +29,13 @@ class MappedFile {
   void ReleaseConsumed(size_t begin, size_t end) const;
 
   // True when the file on disk is now shorter than it was when it was mapped (another process
-  // truncated it while we were reading).
+  // truncated it while we were reading), or a read past its new end was caught (see below).
   bool ShrankSinceOpen() const;
+
+  // Reading a mapped page past the end of a file that shrank raises SIGBUS. While a MappedFile
+  // is alive, a handler maps a page of zeros there instead and marks the file truncated, so
+  // the parse ends on an ordinary format error and ShrankSinceOpen() reports why.
+  bool truncated_while_mapped() const;
 
  private:
   MappedFile() = default;
@@ -38,6 +43,7 @@ class MappedFile {
   const char* data_ = nullptr;
   size_t size_ = 0;
   void* mapping_ = nullptr;
+  int guard_slot_ = -1;
   std::string path_;
   std::string heap_;
 };

@@ -16,6 +16,8 @@ class BinaryParser {
   void RunMetadata(Bytes m);
   void StepStats(Bytes m);
   void DeviceStepStats(Bytes m);
+  // Whether any top-level field was one of the message's own (not all unknown).
+  bool saw_known_field() const { return saw_known_field_; }
 
  private:
   static const uint8_t* Begin(Bytes m) { return reinterpret_cast<const uint8_t*>(m.data()); }
@@ -122,19 +124,30 @@ class BinaryParser {
   void CostNode(Bytes m);
   void GraphDef(Bytes m);
   void FunctionGraphs(Bytes m);
+  void SessionMetadata(Bytes m) {
+    Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
+      Bytes name;
+      int64_t version;
+      if (f == 1) return String(wt, p, end, &name);
+      if (f == 2) return Int64(wt, p, end, &version);
+      return false;
+    });
+  }
 
   WireReader r_;
+  bool saw_known_field_ = false;
   TraceBuilder& b_;
 };
 
 void BinaryParser::RunMetadata(Bytes m) {
   Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
+    if (f >= 1 && f <= 5 && wt == kLengthDelimited) saw_known_field_ = true;
     switch (f) {
       case 1: return Sub(wt, p, end, [&](Bytes s) { StepStats(s); });
       case 2: return Sub(wt, p, end, [&](Bytes s) { CostGraph(s); });
       case 3: return Sub(wt, p, end, [&](Bytes s) { GraphDef(s); });
       case 4: return Sub(wt, p, end, [&](Bytes s) { FunctionGraphs(s); });
-      case 5: return wt == kLengthDelimited && Ignore(f, wt, p, end);
+      case 5: return Sub(wt, p, end, [&](Bytes s) { SessionMetadata(s); });
       default: return false;
     }
   });
@@ -142,6 +155,7 @@ void BinaryParser::RunMetadata(Bytes m) {
 
 void BinaryParser::StepStats(Bytes m) {
   Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
+    if (f == 1 && wt == kLengthDelimited) saw_known_field_ = true;
     return f == 1 && Sub(wt, p, end, [&](Bytes s) { DeviceStepStats(s); });
   });
 }
@@ -192,7 +206,12 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
       }
       case 9: return Int64(wt, p, end, &e.scheduled_micros);
       case 10: return UInt32(wt, p, end, &e.thread_id);
-      case 11: return wt == kLengthDelimited && Ignore(f, wt, p, end);
+      case 11:
+        // referenced_tensor: not exported, but validated like every other field.
+        return Sub(wt, p, end, [&](Bytes s) {
+          TensorFields ignored;
+          AllocationDescription(s, &ignored);
+        });
       case 12: return Sub(wt, p, end, [&](Bytes s) { MemoryStats(s, event_id, &e); });
       case 13: return Int64(wt, p, end, &e.all_start_nanos);
       case 14: return Int64(wt, p, end, &e.op_start_rel_nanos);
@@ -311,7 +330,20 @@ void BinaryParser::MemoryStats(Bytes m, int64_t event_id, EventFields* e) {
 void BinaryParser::CostGraph(Bytes m) {
   Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
     if (f == 1) return Sub(wt, p, end, [&](Bytes s) { CostNode(s); });
-    if (f == 2) return wt == kLengthDelimited && Ignore(f, wt, p, end);
+    if (f == 2) {
+      // AggregatedCost {float cost = 1; string dimension = 2;}: validated, not exported.
+      return Sub(wt, p, end, [&](Bytes s) {
+        Message(s, [&](uint32_t cf, uint32_t cwt, const uint8_t*& q, const uint8_t* qend) {
+          Bytes dimension;
+          if (cf == 1 && cwt == kFixed32) {
+            r_.Skip(cf, cwt, q, qend);
+            return true;
+          }
+          if (cf == 2) return String(cwt, q, qend, &dimension);
+          return false;
+        });
+      });
+    }
     return false;
   });
 }
@@ -543,6 +575,9 @@ void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
     parser.RunMetadata(all);
   } else {
     parser.StepStats(all);
+  }
+  if (!parser.saw_known_field()) {
+    throw TraceFormatError::AtByte(0, "no StepStats or RunMetadata field found: every top-level field is unknown");
   }
 }
 

@@ -196,7 +196,19 @@ void TextParser::TopLevel() {
     } else if (t.kind == "RunMetadata" && name == "function_graphs") {
       MessageField(name, true, [&] { FunctionGraphs(); });
     } else if (t.kind == "RunMetadata" && name == "session_metadata") {
-      Ignore(name);
+      MessageField(name, false, [&] {
+        Message(name, [&](std::string_view f) {
+          if (f == "name") {
+            c_.ExpectColon(f);
+            CheckedString(f);
+          } else if (f == "version") {
+            ScalarField(f, false, [&] { Int64(f); });
+          } else {
+            return false;
+          }
+          return true;
+        });
+      });
     } else {
       Unknown(name);
     }
@@ -357,7 +369,12 @@ void TextParser::NodeExecStats(int32_t device_index) {
           return true;
         }
         if (f == "referenced_tensor") {
-          return Ignore(f);
+          // Not exported, but validated like every other field.
+          MessageField(f, true, [&] {
+            TensorFields ignored;
+            AllocationDescription(&ignored);
+          });
+          return true;
         }
         break;
       case 18:
@@ -530,7 +547,22 @@ void TextParser::CostGraph() {
       MessageField(f, true, [&] { CostNode(); });
       return true;
     }
-    if (f == "cost") return Ignore(f);
+    if (f == "cost") {
+      MessageField(f, true, [&] {
+        Message(f, [&](std::string_view a) {
+          if (a == "cost") {
+            c_.SkipValue(a);  // ": <float>": not exported
+          } else if (a == "dimension") {
+            c_.ExpectColon(a);
+            CheckedString(a);
+          } else {
+            return false;
+          }
+          return true;
+        });
+      });
+      return true;
+    }
     return false;
   });
 }
