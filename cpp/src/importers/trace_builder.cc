@@ -103,6 +103,8 @@ void TraceBuilder::EndDevice(int32_t device_index, uint32_t device_name, size_t 
 const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   EventTable& e = t_.events;
   int64_t start, end, op_start, op_end, scheduled = 0;
+  const uint32_t label = f.has_label ? LabelFor(f) : StringPool::kEmptyId;
+  if (label == StringPool::kInvalidUtf8) return "timeline_label is not valid UTF-8";
   bool overflow = false;
   if (f.all_start_nanos != 0) {
     start = f.all_start_nanos;
@@ -136,7 +138,7 @@ const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   const bool has_op = op != StringPool::kInvalidUtf8;
   e.op.push_back(has_op ? op : StringPool::kEmptyId);
   e.op_valid.push_back(has_op ? 1 : 0);
-  e.timeline_label.push_back(LabelFor(f));
+  e.timeline_label.push_back(label);
   e.start_ns.push_back(start);
   e.end_ns.push_back(end);
   e.op_start_ns.push_back(op_start);

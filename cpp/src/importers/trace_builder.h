@@ -79,6 +79,17 @@ class TraceBuilder {
   explicit TraceBuilder(TraceTables& out);
 
   TraceTables& tables() { return t_; }
+
+  // Interns a short name that repeats record after record (allocator and device names): a
+  // small direct-mapped cache answers most of them with one compare instead of a hash.
+  uint32_t InternRepeated(std::string_view s) {
+    const size_t slot = (s.size() * 7 + (s.empty() ? 0 : static_cast<uint8_t>(s.back()))) & 15;
+    RecentName& r = recent_[slot];
+    if (r.id != StringPool::kInvalidUtf8 && t_.pool.Get(r.id) == s) return r.id;
+    const uint32_t id = t_.pool.Intern(s);
+    if (id != StringPool::kInvalidUtf8) r.id = id;
+    return id;
+  }
   StringPool& pool() { return t_.pool; }
 
   // Device blocks. Events are added between Begin and End; the device name may come anywhere
@@ -164,6 +175,10 @@ class TraceBuilder {
   static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{32} << 20;
   const char* released_ = nullptr;
   std::function<void(const char*, const char*)> release_;
+  struct RecentName {
+    uint32_t id = StringPool::kInvalidUtf8;
+  };
+  RecentName recent_[16];
   std::vector<uint32_t> op_of_node_;     // node_name id -> last op id derived for it (cache)
   std::vector<uint32_t> label_of_node_;  // node_name id -> last label id seen with it (cache)
 };

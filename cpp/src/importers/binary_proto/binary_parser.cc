@@ -80,9 +80,17 @@ class BinaryParser {
     return true;
   }
   bool Intern(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint32_t* out) {
+    return InternWith(wt, p, end, out, false);
+  }
+  // For names that repeat record after record (allocators, devices).
+  bool InternRepeated(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint32_t* out) {
+    return InternWith(wt, p, end, out, true);
+  }
+  bool InternWith(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint32_t* out, bool repeated) {
     if (wt != kLengthDelimited) return false;
     const uint8_t* at = p;
-    const uint32_t id = b_.pool().Intern(r_.LengthDelimited(p, end));
+    const Bytes s = r_.LengthDelimited(p, end);
+    const uint32_t id = repeated ? b_.InternRepeated(s) : b_.pool().Intern(s);
     if (id == StringPool::kInvalidUtf8) r_.Fail(at, "string is not valid UTF-8");
     *out = id;
     return true;
@@ -167,7 +175,7 @@ void BinaryParser::DeviceStepStats(Bytes m) {
   uint32_t device = StringPool::kEmptyId;
   Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
     switch (f) {
-      case 1: return Intern(wt, p, end, &device);
+      case 1: return InternRepeated(wt, p, end, &device);
       case 2: return Sub(wt, p, end, [&](Bytes s) { NodeExecStats(s, device_index); });
       case 3:
         return Sub(wt, p, end, [&](Bytes s) {
@@ -200,7 +208,9 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
       case 6: return Sub(wt, p, end, [&](Bytes s) { AllocatorMemoryUsed(s, event_id); });
       case 7: return Sub(wt, p, end, [&](Bytes s) { NodeOutput(s, event_id, output_index++); });
       case 8: {
-        if (!String(wt, p, end, &e.label)) return false;
+        // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
+        if (wt != kLengthDelimited) return false;
+        e.label = r_.LengthDelimited(p, end);
         e.has_label = true;
         return true;
       }
@@ -230,7 +240,7 @@ void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
   const size_t first_record = b_.alloc_record_count();
   Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
     switch (f) {
-      case 1: return Intern(wt, p, end, &a.allocator);
+      case 1: return InternRepeated(wt, p, end, &a.allocator);
       case 2: return Int64(wt, p, end, &a.total_bytes);
       case 3: return Int64(wt, p, end, &a.peak_bytes);
       case 4: return Int64(wt, p, end, &a.live_bytes);
@@ -300,7 +310,7 @@ void BinaryParser::AllocationDescription(Bytes m, TensorFields* t) {
     switch (f) {
       case 1: return Int64(wt, p, end, &t->requested_bytes);
       case 2: return Int64(wt, p, end, &t->allocated_bytes);
-      case 3: return Intern(wt, p, end, &t->allocator);
+      case 3: return InternRepeated(wt, p, end, &t->allocator);
       case 4: return Int64(wt, p, end, &t->allocation_id);
       case 5: return Bool(wt, p, end, &t->has_single_reference);
       case 6: return UInt64(wt, p, end, &t->ptr);

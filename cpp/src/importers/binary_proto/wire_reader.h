@@ -31,7 +31,7 @@ class WireReader {
     throw TraceFormatError::AtByte(offset(at), what);
   }
 
-  uint64_t Varint(const uint8_t*& p, const uint8_t* end) const {
+  __attribute__((always_inline)) uint64_t Varint(const uint8_t*& p, const uint8_t* end) const {
     if (p < end && *p < 0x80) return *p++;
     if (end - p >= 10) {
       // Unrolled decode with all ten bytes known to be in bounds.
@@ -49,7 +49,8 @@ class WireReader {
   }
 
   // A length prefix and the payload it announces, which must fit in [p, end).
-  std::string_view LengthDelimited(const uint8_t*& p, const uint8_t* end) const {
+  __attribute__((always_inline)) std::string_view LengthDelimited(const uint8_t*& p,
+                                                                   const uint8_t* end) const {
     const uint8_t* at = p;
     const uint64_t length = Varint(p, end);
     if (length > static_cast<uint64_t>(end - p)) {

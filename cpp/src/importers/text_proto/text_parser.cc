@@ -109,10 +109,11 @@ class TextParser {
   }
 
   int64_t Int64(std::string_view f) { return c_.Int64(f); }
-  uint32_t InternString(std::string_view field) {
+  uint32_t InternString(std::string_view field, bool repeated = false) {
     c_.SkipWhitespace();
     const char* at = c_.pos();
-    const uint32_t id = b_.pool().Intern(c_.String(field, &scratch_));
+    const std::string_view s = c_.String(field, &scratch_);
+    const uint32_t id = repeated ? b_.InternRepeated(s) : b_.pool().Intern(s);
     if (id == StringPool::kInvalidUtf8) c_.Fail(at, "string is not valid UTF-8 in field '" + std::string(field) + "'");
     return id;
   }
@@ -261,7 +262,7 @@ void TextParser::DeviceStepStats() {
       MessageField(f, true, [&] { NodeExecStats(device_index); });
     } else if (f == "device") {
       c_.ExpectColon(f);
-      device = InternString(f);
+      device = InternString(f, true);
     } else if (f == "thread_names") {
       MessageField(f, true, [&] {
         uint32_t key = 0;
@@ -324,7 +325,9 @@ void TextParser::NodeExecStats(int32_t device_index) {
       case 14:
         if (f == "timeline_label") {
           c_.ExpectColon(f);
-          std::string_view label = CheckedString(f);
+          c_.SkipWhitespace();
+          // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
+          std::string_view label = c_.String(f, &scratch_);
           if (label.data() < c_.begin() || label.data() > c_.end()) {
             // Unescaped into the shared scratch: keep a copy of its own.
             b_.label_scratch().assign(label.data(), label.size());
@@ -408,7 +411,7 @@ void TextParser::AllocatorMemoryUsed(int64_t event_id) {
   Message("memory", [&](std::string_view f) {
     if (f == "allocator_name") {
       c_.ExpectColon(f);
-      a.allocator = InternString(f);
+      a.allocator = InternString(f, true);
     } else if (f == "total_bytes") {
       ScalarField(f, false, [&] { a.total_bytes = Int64(f); });
     } else if (f == "peak_bytes") {
@@ -508,7 +511,7 @@ void TextParser::AllocationDescription(TensorFields* t) {
       ScalarField(f, false, [&] { t->allocated_bytes = Int64(f); });
     } else if (f == "allocator_name") {
       c_.ExpectColon(f);
-      t->allocator = InternString(f);
+      t->allocator = InternString(f, true);
     } else if (f == "allocation_id") {
       ScalarField(f, false, [&] { t->allocation_id = Int64(f); });
     } else if (f == "has_single_reference") {
