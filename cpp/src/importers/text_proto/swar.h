@@ -59,4 +59,15 @@ inline uint64_t EightDigits(uint64_t x) {
   return (x & 0xFFFF) * 10000 + (x >> 32);
 }
 
+// Number of leading ASCII digits among the eight bytes (0..8).
+inline int LeadingDigits(uint64_t x) { return FirstClear(BytesInRange(x, '0', '9')); }
+
+// The value of the first n (1..8) ASCII digits of x.
+inline uint64_t FirstDigits(uint64_t x, int n) {
+  // Shift the n digits to the top and fill the bottom with '0': leading zeros do not count.
+  const int shift = 8 * (8 - n);
+  const uint64_t zeros = shift == 0 ? 0 : (0x3030303030303030ull >> (64 - shift));
+  return EightDigits(shift == 0 ? x : ((x << shift) | zeros));
+}
+
 }  // namespace tracecore::swar

@@ -144,12 +144,20 @@ void TextCursor::Integer(std::string_view field, bool* negative, uint64_t* magni
   if (*p_ != '0') {
     // Plain decimal: up to 19 digits cannot overflow uint64. Timestamps have 16.
     const char* digits = p_;
-    if (end_ - p_ >= 8 && swar::AllDigits(swar::Load(p_))) {
-      v = swar::EightDigits(swar::Load(p_));
-      p_ += 8;
-      if (end_ - p_ >= 8 && swar::AllDigits(swar::Load(p_))) {
-        v = v * 100000000 + swar::EightDigits(swar::Load(p_));
-        p_ += 8;
+    if (end_ - p_ >= 8) {
+      const uint64_t x = swar::Load(p_);
+      const int n = swar::LeadingDigits(x);
+      v = swar::FirstDigits(x, n);
+      p_ += n;
+      if (n == 8 && end_ - p_ >= 8) {
+        const uint64_t y = swar::Load(p_);
+        const int m = swar::LeadingDigits(y);
+        if (m > 0) {
+          static constexpr uint64_t kPow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000,
+                                                 10000000, 100000000};
+          v = v * kPow10[m] + swar::FirstDigits(y, m);
+          p_ += m;
+        }
       }
     }
     while (p_ < end_ && p_ - digits < 19 && IsDigit(*p_)) v = v * 10 + static_cast<uint64_t>(*p_++ - '0');
