@@ -1,0 +1,997 @@
+"""Many traces as one dataset: one dump per worker (rank) per profiled step.
+
+    ts = tracecore.open_many("run/rank*/step*.pbtxt")   # parsed in parallel, in-process
+    ts.traces          # one row per file: path, trace_id, rank, step, size, kind, status, error
+    ts.events          # every trace's events with trace_id, rank, step columns, clocks aligned
+    ts.step_times()    # per rank and step: start, end, duration, time in / waiting for collectives
+    ts.stragglers()    # per step: the slowest rank and its lag behind the median
+    ts.collectives()   # every allreduce/allgather/broadcast instance per rank, with its wait
+    ts.to_parquet("run.parquet", partition_by=("rank",))   # for DuckDB, Polars, Spark, Ray
+
+See docs/many_traces.md for the definitions and the Dask / Ray / Spark recipes.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import os
+import re
+import statistics
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _core
+from ._core import TraceFormatError
+from .trace import Trace
+from .trace import open as _open_trace
+
+#: Columns TraceSet adds in front of every table, in this order.
+KEY_COLUMNS = ("trace_id", "rank", "step")
+
+#: Time columns of each table that clock alignment shifts (absolute ns in a Trace).
+TIME_COLUMNS = {
+    "events": ("start_ns", "end_ns", "op_start_ns", "op_end_ns", "scheduled_ns"),
+    "alloc_records": ("time_ns",),
+}
+
+#: File name endings picked up when a directory is given (globs pick whatever they match).
+TRACE_SUFFIXES = (".pbtxt", ".pb", ".txt", ".textproto", ".prototxt", ".binarypb", ".runmeta")
+
+DEFAULT_RANK = r"(?:rank|worker|task|replica|process|proc)[_\-.=]?(\d+)"
+DEFAULT_STEP = r"(?:global_step|step|iteration|iter)[_\-.=]?(\d+)"
+
+#: Collective ops by kind; an event is a collective when its op matches one of these exactly
+#: (or, for events without an op, when the last component of its node name starts with one).
+COLLECTIVE_OPS = {
+    "allreduce": r"HorovodAllreduce|HorovodGroupedAllreduce|NcclAllReduce"
+    r"|CollectiveReduce(?:V2|V3)?"
+    r"|CollectiveAllReduce(?:V2)?|MPIAllreduce|ncclAllReduce\w*|ncclKernel_AllReduce\w*",
+    "allgather": r"HorovodAllgather|HorovodGroupedAllgather|NcclAllGather|CollectiveGather(?:V2)?"
+    r"|MPIAllgather|ncclAllGather\w*|ncclKernel_AllGather\w*",
+    "broadcast": r"HorovodBroadcast|NcclBroadcast|CollectiveBcast(?:Send|Recv)(?:V2)?"
+    r"|ncclBroadcast\w*|ncclKernel_Broadcast\w*",
+    "alltoall": r"HorovodAlltoall|CollectiveAllToAll(?:V2|V3)?|ncclKernel_AllToAll\w*",
+    "reducescatter": r"HorovodReducescatter|HorovodGroupedReducescatter|NcclReduceScatter"
+    r"|CollectiveReduceScatter(?:V2)?|ncclReduceScatter\w*|ncclKernel_ReduceScatter\w*",
+    "reduce": r"NcclReduce|ncclReduce\w*|ncclKernel_Reduce\w*",
+}
+_KIND_OF_OP = [(kind, re.compile(rf"(?:{rx})(?:_.*)?")) for kind, rx in COLLECTIVE_OPS.items()]
+_ANY_COLLECTIVE = "|".join(f"(?:{rx})" for rx in COLLECTIVE_OPS.values())
+_OP_RX = re.compile(rf"(?:{_ANY_COLLECTIVE})")
+_NAME_RX = re.compile(rf"(?:{_ANY_COLLECTIVE})(?:_.*)?")
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+def resolve_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The files named by ``paths``: a glob (``**`` recurses), a directory (every file below it
+    whose name ends in one of :data:`TRACE_SUFFIXES`, optionally ``.gz``), a file, or an iterable
+    of these. Globs and directories are expanded in sorted order; the result keeps input order
+    and drops repeats. A plain path that does not exist is kept (it is reported as an error)."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out: list[str] = []
+    for item in items:
+        p = os.fspath(item)
+        if _GLOB_CHARS.search(p) and not os.path.exists(p):
+            found = sorted(f for f in _glob.glob(p, recursive=True) if os.path.isfile(f))
+            if not found:
+                raise ValueError(f"no files match {p!r}")
+            out.extend(found)
+        elif os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                for f in files:
+                    name = f.removesuffix(".gz")
+                    if not f.startswith(".") and name.endswith(TRACE_SUFFIXES):
+                        found.append(os.path.join(root, f))
+            if not found:
+                raise ValueError(f"no trace files (*{', *'.join(TRACE_SUFFIXES)}) under {p!r}")
+            out.extend(sorted(found))
+        else:
+            out.append(p)
+    if not out:
+        raise ValueError("no paths given")
+    return list(dict.fromkeys(out))
+
+
+def _key_extractor(spec: Any, default: str, what: str) -> Callable[[str], Any]:
+    """A function path -> rank (or step) value from a regex, a compiled pattern or a callable."""
+    if callable(spec) and not isinstance(spec, re.Pattern):
+        return spec
+    if spec is None:
+        spec = re.compile(default, re.IGNORECASE)
+    elif isinstance(spec, str):
+        spec = re.compile(spec)
+    elif not isinstance(spec, re.Pattern):
+        raise TypeError(f"{what} must be a regex or a callable(path) -> value, not {spec!r}")
+    pattern = spec
+
+    def extract(path: str) -> Any:
+        # The last match wins, so a file name overrides a directory name.
+        last = None
+        for last in pattern.finditer(path):
+            pass
+        if last is None:
+            return None
+        if what in pattern.groupindex:
+            return last.group(what)
+        return last.group(1) if pattern.groups else last.group(0)
+
+    return extract
+
+
+def _normalise_keys(values: list[Any], what: str) -> tuple[list[Any], pa.DataType]:
+    """int64 when every (non-null) value is an integer (or a decimal string), else string."""
+    as_int: list[Any] = []
+    for v in values:
+        if v is None or isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            as_int.append(None if v is None else int(v))
+        elif isinstance(v, str) and re.fullmatch(r"[+-]?\d+", v.strip()):
+            as_int.append(int(v))
+        else:
+            break
+    else:
+        return as_int, pa.int64()
+    return [None if v is None else str(v) for v in values], pa.string()
+
+
+def _check_align(align: Any) -> Any:
+    """Validates ``align`` and turns an offset table into {rank or (rank, step): offset_ns}."""
+    if align is None or align == "step_start":
+        return align
+    if isinstance(align, str):
+        raise ValueError(  # noqa: TRY004 - a str is the right type, just not a known mode
+            f"align must be 'step_start', None or per-rank offsets, not {align!r}"
+        )
+    if isinstance(align, Mapping):
+        return {k: int(v) for k, v in align.items()}
+    if hasattr(align, "to_pydict") or hasattr(align, "to_dict"):
+        cols = align.to_pydict() if hasattr(align, "to_pydict") else align.to_dict("list")
+        if "rank" not in cols or "offset_ns" not in cols:
+            raise ValueError(
+                "an offset table needs columns rank and offset_ns (and optionally step)"
+            )
+        if "step" in cols:
+            return {
+                (r, s): int(o) for r, s, o in zip(cols["rank"], cols["step"], cols["offset_ns"])
+            }
+        return {r: int(o) for r, o in zip(cols["rank"], cols["offset_ns"])}
+    raise TypeError(f"align must be 'step_start', None, a dict or a table, not {type(align)!r}")
+
+
+def _event_bounds(events: pa.Table) -> tuple[int, int] | None:
+    """(min start, max end) of a trace's events with end clamped to start; None if no events."""
+    if events.num_rows == 0:
+        return None
+    start = events["start_ns"]
+    end = pc.max_element_wise(events["end_ns"], start)
+    return pc.min(start).as_py(), pc.max(end).as_py()
+
+
+def alignment_offset(trace: Trace, align: Any, rank: Any, step: Any) -> int:
+    """The ns subtracted from every time of ``trace`` (``align`` as checked by _check_align)."""
+    if align is None:
+        return 0
+    if align == "step_start":
+        bounds = _event_bounds(trace.table("events"))
+        return 0 if bounds is None else bounds[0]
+    if (rank, step) in align:
+        return align[(rank, step)]
+    if rank in align:
+        return align[rank]
+    raise ValueError(f"align has no clock offset for rank {rank!r} (step {step!r})")
+
+
+def keyed_table(
+    table: pa.Table,
+    name: str,
+    trace_id: int,
+    rank: Any,
+    step: Any,
+    offset: int,
+    rank_type: pa.DataType,
+    step_type: pa.DataType,
+) -> pa.Table:
+    """``table`` of one trace with trace_id, rank, step in front and its times shifted."""
+    n = table.num_rows
+    if offset:
+        for col in TIME_COLUMNS.get(name, ()):
+            i = table.schema.get_field_index(col)
+            if i >= 0:
+                table = table.set_column(i, col, pc.subtract_checked(table[col], offset))
+    keys = [
+        pa.repeat(pa.scalar(trace_id, pa.int32()), n),
+        pa.repeat(pa.scalar(rank, rank_type), n),
+        pa.repeat(pa.scalar(step, step_type), n),
+    ]
+    for pos, (col, arr) in enumerate(zip(KEY_COLUMNS, keys)):
+        table = table.add_column(pos, col, arr)
+    return table
+
+
+_SAMPLE: list[Trace] = []  # the bundled sample, opened once, for empty tables' schemas
+_INT64 = pa.int64()
+
+
+def empty_table(
+    name: str, rank_type: pa.DataType = _INT64, step_type: pa.DataType = _INT64
+) -> pa.Table:
+    """An empty ``name`` table with the key columns (its schema taken from the bundled sample)."""
+    if not _SAMPLE:
+        from .trace import sample_path
+
+        _SAMPLE.append(_open_trace(sample_path(), threads=1))
+    t = _SAMPLE[0]
+    base = (t.events if name == "events" else t.table(name)).schema.empty_table()
+    return keyed_table(base, name, 0, None, None, 0, rank_type, step_type)
+
+
+def trace_table(trace: Trace, name: str) -> pa.Table:
+    return trace.events if name == "events" else trace.table(name)
+
+
+# -- open_many ------------------------------------------------------------------------------------
+def open_many(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    rank: str | re.Pattern | Callable[[str], Any] | None = None,
+    step: str | re.Pattern | Callable[[str], Any] | None = None,
+    threads: int = 0,
+    strict: bool = False,
+    align: Any = "step_start",
+    format: str = "auto",
+) -> TraceSet:
+    """Opens many traces (one per worker and step) as one :class:`TraceSet`.
+
+    Args:
+        paths: a glob (``"run/**/*.pbtxt"``), a directory, a file, or a list of these.
+        rank, step: how to read a file's rank and step from its path: a regex (the group named
+            ``rank``/``step``, else group 1, else the whole match, of the LAST match in the path)
+            or a callable ``path -> value``. Defaults match ``rank3``, ``worker_3``, ``task-3``...
+            and ``step5``, ``iter_5``, ``global_step=5``. A column is int64 when every value is
+            an integer, else string; a path without a match gets null.
+        threads: files parsed at once (0: one per core). Parsing releases the GIL, so a thread
+            pool scales; each file is parsed single-threaded unless there is only one file.
+        strict: raise the first failing file's error (input order) instead of reporting it in
+            :attr:`TraceSet.traces`.
+        align: ``"step_start"`` (each trace shifted so that its first event starts at 0),
+            ``None`` (raw clocks), or per-rank clock offsets: ``{rank: offset_ns}``, or a table
+            (pyarrow / pandas) with ``rank, offset_ns`` and optionally ``step`` columns. Every
+            time column becomes ``raw - offset``.
+        format: passed to :func:`tracecore.open` (``"auto"``, ``"text"``, ``"binary"``).
+    """
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+        raise ValueError(f"threads must be a non-negative int, not {threads!r}")
+    align = _check_align(align)
+    files = resolve_paths(paths)
+    ranks, rank_type = _normalise_keys(
+        [_key_extractor(rank, DEFAULT_RANK, "rank")(f) for f in files], "rank"
+    )
+    steps, step_type = _normalise_keys(
+        [_key_extractor(step, DEFAULT_STEP, "step")(f) for f in files], "step"
+    )
+
+    workers = max(1, min(threads or os.cpu_count() or 1, len(files)))
+    per_file_threads = threads if len(files) == 1 else 1
+
+    def load(path: str) -> tuple[Trace | None, BaseException | None, int | None]:
+        try:
+            size: int | None = os.stat(path).st_size
+        except OSError:
+            size = None
+        try:
+            return _open_trace(path, format=format, threads=per_file_threads), None, size
+        except Exception as e:  # noqa: BLE001 - one bad file must not abort the others
+            return None, e, size
+
+    results: list[tuple[Trace | None, BaseException | None, int | None]] = []
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tracecore-open") as pool:
+        futures = [pool.submit(load, f) for f in files]
+        for fut in futures:
+            trace, err, size = fut.result()
+            if err is not None and strict:
+                for other in futures:
+                    other.cancel()
+                raise err
+            results.append((trace, err, size))
+
+    return TraceSet(
+        files,
+        [r[0] for r in results],
+        [r[1] for r in results],
+        ranks,
+        steps,
+        rank_type,
+        step_type,
+        align,
+        sizes=[r[2] for r in results],
+    )
+
+
+# -- the set --------------------------------------------------------------------------------------
+def _union_ns(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of half-open intervals."""
+    total, cur_start, cur_end = 0, None, None
+    for s, e in sorted(intervals):
+        if e <= s:
+            continue
+        if cur_end is None or s > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
+
+
+def _sort_key(v: Any) -> tuple:
+    return (v is None, v if v is not None else 0)
+
+
+class TraceSet:
+    """Traces of many workers and steps, queried as one. Made by :func:`tracecore.open_many`.
+
+    Every table of a :class:`~tracecore.Trace` (``events``, ``devices``, ``tensors``, ...) is
+    available here with ``trace_id`` (int32), ``rank`` and ``step`` columns in front and its
+    times aligned (see ``align``); dictionary columns are unified across traces. ``len(ts)`` is
+    the number of events of all loaded traces.
+    """
+
+    def __init__(
+        self,
+        paths: list[str],
+        traces: list[Trace | None],
+        errors: list[BaseException | None],
+        ranks: list[Any],
+        steps: list[Any],
+        rank_type: pa.DataType,
+        step_type: pa.DataType,
+        align: Any,
+        sizes: list[int | None] | None = None,
+    ) -> None:
+        self._paths = paths
+        self._sizes = sizes if sizes is not None else [None] * len(paths)
+        self._traces = traces
+        self._errors = errors
+        self._ranks = ranks
+        self._steps = steps
+        self._rank_type = rank_type
+        self._step_type = step_type
+        self._align = align
+        self._offsets = [
+            alignment_offset(t, align, r, s) if t is not None else 0
+            for t, r, s in zip(traces, ranks, steps)
+        ]
+        self._tables: dict[str, pa.Table] = {}
+        self._collectives: pa.Table | None = None
+
+    # -- listing ------------------------------------------------------------------------------
+    @property
+    def traces(self) -> pa.Table:
+        """One row per input file: ``path, trace_id, rank, step, size`` (bytes, when opened),
+        ``kind, format, n_events, offset_ns`` (what alignment subtracted), ``status``
+        ("ok"|"error") and ``error`` (the message, with the path and line:column or offset)."""
+        ok = [t is not None for t in self._traces]
+        return pa.table(
+            {
+                "path": pa.array(self._paths, pa.string()),
+                "trace_id": pa.array(range(len(self._paths)), pa.int32()),
+                "rank": pa.array(self._ranks, self._rank_type),
+                "step": pa.array(self._steps, self._step_type),
+                "size": pa.array(self._sizes, pa.int64()),
+                "kind": pa.array(
+                    [t.kind if t is not None else None for t in self._traces], pa.string()
+                ),
+                "format": pa.array(
+                    [t.format if t is not None else None for t in self._traces], pa.string()
+                ),
+                "n_events": pa.array(
+                    [len(t) if t is not None else None for t in self._traces], pa.int64()
+                ),
+                "offset_ns": pa.array(
+                    [o if k else None for o, k in zip(self._offsets, ok)], pa.int64()
+                ),
+                "status": pa.array(["ok" if k else "error" for k in ok], pa.string()),
+                "error": pa.array(
+                    [None if e is None else _error_message(e) for e in self._errors], pa.string()
+                ),
+            }
+        )
+
+    @property
+    def errors(self) -> pa.Table:
+        """The rows of :attr:`traces` whose file failed to load."""
+        t = self.traces
+        return t.filter(pc.equal(t["status"], "error"))
+
+    def trace(self, trace_id: int) -> Trace:
+        """The :class:`~tracecore.Trace` of one file (raw clocks, as tracecore.open returns it)."""
+        t = self._traces[trace_id]
+        if t is None:
+            raise ValueError(
+                f"trace {trace_id} ({self._paths[trace_id]}) failed to load: "
+                f"{_error_message(self._errors[trace_id])}"
+            )
+        return t
+
+    def _loaded(self):
+        for i, t in enumerate(self._traces):
+            if t is not None:
+                yield i, t, self._ranks[i], self._steps[i], self._offsets[i]
+
+    @property
+    def align(self) -> Any:
+        return self._align
+
+    @property
+    def n_traces(self) -> int:
+        return sum(t is not None for t in self._traces)
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self._traces if t is not None)
+
+    def __repr__(self) -> str:
+        n_err = len(self._paths) - self.n_traces
+        ranks = {r for _, _, r, _, _ in self._loaded()}
+        steps = {s for _, _, _, s, _ in self._loaded()}
+        return (
+            f"<tracecore.TraceSet {self.n_traces} traces ({n_err} failed), {len(ranks)} ranks, "
+            f"{len(steps)} steps, {len(self)} events, align={self._align!r}>"
+        )
+
+    # -- tables -------------------------------------------------------------------------------
+    @property
+    def table_names(self) -> list[str]:
+        return list(_core.TABLE_NAMES)
+
+    def table(self, name: str) -> pa.Table:
+        """Table ``name`` of every loaded trace, with trace_id, rank, step and aligned times."""
+        if name not in _core.TABLE_NAMES:
+            raise KeyError(f"no table {name!r}; tables: {list(_core.TABLE_NAMES)}")
+        cached = self._tables.get(name)
+        if cached is None:
+            parts = [
+                keyed_table(
+                    trace_table(t, name), name, i, r, s, off, self._rank_type, self._step_type
+                )
+                for i, t, r, s, off in self._loaded()
+            ]
+            cached = self._concat(
+                parts, lambda: empty_table(name, self._rank_type, self._step_type)
+            )
+            self._tables[name] = cached
+        return cached
+
+    @staticmethod
+    def _concat(parts: list[pa.Table], empty: Callable[[], pa.Table]) -> pa.Table:
+        if not parts:
+            return empty()
+        # Each trace has its own dictionaries: concatenation keeps them per chunk, then one
+        # dictionary per column is built so that kernels and writers see a single one.
+        return pa.concat_tables(parts, promote_options="permissive").unify_dictionaries()
+
+    devices = property(lambda self: self.table("devices"), doc="Device blocks of every trace.")
+    events = property(lambda self: self.table("events"), doc="Events of every trace, aligned.")
+    tensors = property(lambda self: self.table("tensors"), doc="Output tensors of every trace.")
+    allocations = property(lambda self: self.table("allocations"), doc="AllocatorMemoryUsed rows.")
+    alloc_records = property(lambda self: self.table("alloc_records"), doc="Allocation records.")
+    cost_graph = property(lambda self: self.table("cost_graph"), doc="CostGraphDef nodes.")
+    graph_nodes = property(lambda self: self.table("graph_nodes"), doc="Partition graph nodes.")
+    thread_names = property(lambda self: self.table("thread_names"), doc="Thread names.")
+    persistent_tensors = property(
+        lambda self: self.table("persistent_tensors"), doc="Persistent tensor allocation ids."
+    )
+
+    # -- per-trace queries --------------------------------------------------------------------
+    def map(self, query: Callable[[Trace], pa.Table]) -> pa.Table:
+        """``query(trace)`` of every loaded trace, concatenated with trace_id, rank, step in front.
+        The Trace passed has raw clocks: times in the result are not aligned."""
+        parts = []
+        for i, t, r, s, _ in self._loaded():
+            parts.append(keyed_table(query(t), "", i, r, s, 0, self._rank_type, self._step_type))
+        if not parts:
+            raise ValueError("no trace loaded")
+        return self._concat(parts, lambda: None)
+
+    def op_stats(self, by: str = "op", *, per: str = "trace") -> pa.Table:
+        """:meth:`Trace.op_stats` of every trace. ``per="trace"``: the per-trace rows with
+        trace_id, rank, step; ``per="rank"`` / ``"step"`` / ``"all"``: summed over the traces of
+        each rank / step / all (n_events, total_ns, busy_ns, executor_ns, stream_ns summed,
+        max_ns the max, mean_ns = total/n, share = busy_ns / the summed spans of those traces)."""
+        table = self.map(lambda t: t.op_stats(by))
+        if per == "trace":
+            return table
+        group = _per_columns(per)
+        spans = self._spans(group)
+        agg = table.group_by(group + ["key"], use_threads=False).aggregate(
+            [
+                ("n_events", "sum"),
+                ("total_ns", "sum"),
+                ("max_ns", "max"),
+                ("busy_ns", "sum"),
+                ("executor_ns", "sum"),
+                ("stream_ns", "sum"),
+            ]
+        )
+        cols = {c: agg[c] for c in group}
+        cols["key"] = agg["key"]
+        cols["n_events"] = agg["n_events_sum"]
+        cols["total_ns"] = agg["total_ns_sum"]
+        cols["mean_ns"] = pc.divide(pc.cast(agg["total_ns_sum"], pa.float64()), agg["n_events_sum"])
+        cols["max_ns"] = agg["max_ns_max"]
+        cols["busy_ns"] = agg["busy_ns_sum"]
+        span = np.array(
+            [spans.get(tuple(row[c] for c in group), 0) for row in agg.select(group).to_pylist()],
+            dtype=np.float64,
+        )
+        busy = _np(agg["busy_ns_sum"]).astype(np.float64)
+        cols["share"] = pa.array(np.divide(busy, span, out=np.zeros_like(busy), where=span > 0))
+        cols["executor_ns"] = agg["executor_ns_sum"]
+        cols["stream_ns"] = agg["stream_ns_sum"]
+        out = pa.table(cols)
+        return out.sort_by(
+            [(c, "ascending") for c in group] + [("total_ns", "descending"), ("key", "ascending")]
+        )
+
+    def occupancy(
+        self, *, by: str = "device", bin_ns: int | None = None, per: str = "trace"
+    ) -> pa.Table:
+        """:meth:`Trace.occupancy` of every trace with trace_id, rank, step (``bin_start_ns``
+        aligned). ``per="rank"`` / ``"step"`` / ``"all"`` (without bins): summed per device
+        string: n_events, busy_ns, span_ns and idle_gaps summed, utilization = busy/span,
+        max_concurrency the max."""
+        table = self.map(lambda t: t.occupancy(by=by, bin_ns=bin_ns))
+        if bin_ns is not None:
+            if per != "trace":
+                raise ValueError("occupancy with bin_ns is per trace; use per='trace'")
+            offsets = pa.array(np.array(self._offsets, dtype=np.int64)).take(table["trace_id"])
+            i = table.schema.get_field_index("bin_start_ns")
+            return table.set_column(
+                i, "bin_start_ns", pc.subtract_checked(table["bin_start_ns"], offsets)
+            )
+        if per == "trace":
+            return table
+        group = _per_columns(per)
+        table = table.set_column(
+            table.schema.get_field_index("device"), "device", pc.cast(table["device"], pa.string())
+        )
+        agg = table.group_by(group + ["device", "kind"], use_threads=False).aggregate(
+            [
+                ("n_events", "sum"),
+                ("busy_ns", "sum"),
+                ("span_ns", "sum"),
+                ("max_concurrency", "max"),
+                ("idle_gaps", "sum"),
+                ("trace_id", "count"),
+            ]
+        )
+        busy = _np(agg["busy_ns_sum"]).astype(np.float64)
+        span = _np(agg["span_ns_sum"]).astype(np.float64)
+        cols = {c: agg[c] for c in group}
+        cols.update(
+            {
+                "device": agg["device"],
+                "kind": agg["kind"],
+                "n_traces": agg["trace_id_count"],
+                "n_events": agg["n_events_sum"],
+                "busy_ns": agg["busy_ns_sum"],
+                "span_ns": agg["span_ns_sum"],
+                "utilization": pa.array(
+                    np.divide(busy, span, out=np.zeros_like(busy), where=span > 0)
+                ),
+                "max_concurrency": agg["max_concurrency_max"],
+                "idle_gaps": agg["idle_gaps_sum"],
+            }
+        )
+        return pa.table(cols).sort_by([(c, "ascending") for c in group + ["device"]])
+
+    def window(self, start_ns: int, end_ns: int) -> pa.Table:
+        """Events active in ``[start_ns, end_ns)`` of the aligned clock, per trace:
+        ``trace_id, rank, step, event_id``."""
+        parts = []
+        for i, t, r, s, off in self._loaded():
+            ids = t.window(int(start_ns) + off, int(end_ns) + off)
+            parts.append(
+                keyed_table(
+                    pa.table({"event_id": ids}), "", i, r, s, 0, self._rank_type, self._step_type
+                )
+            )
+        return self._concat(
+            parts,
+            lambda: keyed_table(
+                pa.table({"event_id": pa.array([], pa.int64())}),
+                "",
+                0,
+                None,
+                None,
+                0,
+                self._rank_type,
+                self._step_type,
+            ),
+        )
+
+    def replay(
+        self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None
+    ) -> tuple[pa.Table, pa.Table]:
+        """:meth:`Trace.replay` of every trace: ``(timeline, peaks)`` with trace_id, rank, step;
+        time_ns and peak_time_ns aligned (a peak that never rose above 0 keeps time 0)."""
+        timelines, peaks = [], []
+        for i, t, r, s, off in self._loaded():
+            rep = t.replay(source=source, allocator=allocator, baseline=baseline)
+            tl = rep.timeline
+            tl = tl.set_column(
+                tl.schema.get_field_index("time_ns"),
+                "time_ns",
+                pc.subtract_checked(tl["time_ns"], off),
+            )
+            pk = rep.peaks
+            rose = pc.greater(pk["peak_bytes"], 0)
+            pk = pk.set_column(
+                pk.schema.get_field_index("peak_time_ns"),
+                "peak_time_ns",
+                pc.if_else(rose, pc.subtract_checked(pk["peak_time_ns"], off), pk["peak_time_ns"]),
+            )
+            timelines.append(keyed_table(tl, "", i, r, s, 0, self._rank_type, self._step_type))
+            peaks.append(keyed_table(pk, "", i, r, s, 0, self._rank_type, self._step_type))
+        if not peaks:
+            raise ValueError("no trace loaded")
+        return self._concat(timelines, lambda: None), self._concat(peaks, lambda: None)
+
+    def _spans(self, group: list[str]) -> dict[tuple, int]:
+        spans: dict[tuple, int] = {}
+        for i, t, r, s, _ in self._loaded():
+            bounds = _event_bounds(t.table("events"))
+            key = tuple({"rank": r, "step": s}[c] for c in group)
+            spans[key] = spans.get(key, 0) + (0 if bounds is None else bounds[1] - bounds[0])
+        return spans
+
+    # -- cross-trace queries ------------------------------------------------------------------
+    def collectives(self, pattern: str | None = None) -> pa.Table:
+        """Every collective op instance on every rank, with how long the rank waited for it.
+
+        A collective is an event whose op is one of :data:`COLLECTIVE_OPS` (Horovod
+        ``HorovodAllreduce``/``Allgather``/``Broadcast``/..., e.g. the ops under Horovod's
+        ``DistributedGradientTape_Allreduce`` scope; ``NcclAllReduce``...; TF's
+        ``CollectiveReduce``/``Gather``/``Bcast*``; NCCL kernel names), or, for events without
+        an op, whose last node-name component starts with one; ``pattern`` (a regex searched in
+        op and node name) replaces that rule. Events on executor blocks are used; stream or
+        memcpy events only for a collective that has no executor event in that trace (their
+        ``:Op`` suffix removed). The k-th execution of a node in a trace is its ``occurrence`` k.
+
+        An instance is (step, node_name, occurrence) across ranks. A rank's ``arrival`` is its
+        event's aligned ``start_ns``; the collective can only complete once the last rank has
+        arrived, so ``wait_ns = (latest arrival among the instance's ranks) - (this rank's
+        arrival)``: 0 for the last rank (``last_rank``), and the time the others spent waiting
+        for it. Meaningful only when the clocks are aligned (``align="step_start"`` assumes the
+        ranks start each step together; per-rank offsets give a common clock).
+
+        Columns: trace_id, rank, step, node_name, op, collective (allreduce, allgather,
+        broadcast, alltoall, reducescatter, reduce, other), occurrence, device, start_ns,
+        end_ns, duration_ns, wait_ns, n_ranks, last_rank. Sorted by step, node_name,
+        occurrence, rank.
+        """
+        if pattern is None and self._collectives is not None:
+            return self._collectives
+        rx = re.compile(pattern) if pattern is not None else None
+        rows: list[dict[str, Any]] = []
+        for i, t, r, s, off in self._loaded():
+            for ev in _collective_events(t, rx):
+                ev.update(trace_id=i, rank=r, step=s)
+                ev["start_ns"] -= off
+                ev["end_ns"] -= off
+                rows.append(ev)
+        instances: dict[tuple, list[dict[str, Any]]] = {}
+        for ev in rows:
+            instances.setdefault((ev["step"], ev["node_name"], ev["occurrence"]), []).append(ev)
+        for members in instances.values():
+            latest = max(m["start_ns"] for m in members)
+            last = min(
+                (m for m in members if m["start_ns"] == latest), key=lambda m: _sort_key(m["rank"])
+            )
+            for m in members:
+                m["wait_ns"] = latest - m["start_ns"]
+                m["n_ranks"] = len({x["rank"] for x in members})
+                m["last_rank"] = last["rank"]
+        rows.sort(
+            key=lambda m: (
+                _sort_key(m["step"]),
+                m["node_name"],
+                m["occurrence"],
+                _sort_key(m["rank"]),
+            )
+        )
+        col = lambda c: [m[c] for m in rows]
+        out = pa.table(
+            {
+                "trace_id": pa.array(col("trace_id"), pa.int32()),
+                "rank": pa.array(col("rank"), self._rank_type),
+                "step": pa.array(col("step"), self._step_type),
+                "node_name": pa.array(col("node_name"), pa.string()),
+                "op": pa.array(col("op"), pa.string()),
+                "collective": pa.array(col("collective"), pa.string()),
+                "occurrence": pa.array(col("occurrence"), pa.int32()),
+                "device": pa.array(col("device"), pa.string()),
+                "start_ns": pa.array(col("start_ns"), pa.int64()),
+                "end_ns": pa.array(col("end_ns"), pa.int64()),
+                "duration_ns": pa.array([m["end_ns"] - m["start_ns"] for m in rows], pa.int64()),
+                "wait_ns": pa.array(col("wait_ns"), pa.int64()),
+                "n_ranks": pa.array(col("n_ranks"), pa.int64()),
+                "last_rank": pa.array(col("last_rank"), self._rank_type),
+            }
+        )
+        if pattern is None:
+            self._collectives = out
+        return out
+
+    def step_times(self) -> pa.Table:
+        """Per rank and step: ``rank, step, n_traces, n_events, start_ns, end_ns, duration_ns``
+        (first event start to last event end, aligned clock), ``collective_ns`` (union of the
+        rank's collective intervals), ``wait_ns`` (union of its wait intervals ``[arrival,
+        latest arrival]`` from :meth:`collectives`, so concurrent collectives are not counted
+        twice) and ``compute_ns = duration_ns - wait_ns``. Sorted by rank, step."""
+        coll = self.collectives()
+        by_trace: dict[int, list[tuple[int, int, int]]] = {}
+        for tid, start, end, wait in zip(
+            coll["trace_id"].to_pylist(),
+            coll["start_ns"].to_pylist(),
+            coll["end_ns"].to_pylist(),
+            coll["wait_ns"].to_pylist(),
+        ):
+            by_trace.setdefault(tid, []).append((start, end, wait))
+        groups: dict[tuple, dict[str, Any]] = {}
+        for i, t, r, s, off in self._loaded():
+            g = groups.setdefault(
+                (r, s),
+                {"n_traces": 0, "n_events": 0, "start": None, "end": None, "coll": [], "wait": []},
+            )
+            g["n_traces"] += 1
+            g["n_events"] += len(t)
+            bounds = _event_bounds(t.table("events"))
+            if bounds is not None:
+                start, end = bounds[0] - off, bounds[1] - off
+                g["start"] = start if g["start"] is None else min(g["start"], start)
+                g["end"] = end if g["end"] is None else max(g["end"], end)
+            for cs, ce, w in by_trace.get(i, ()):
+                g["coll"].append((cs, ce))
+                g["wait"].append((cs, cs + w))
+        keys = sorted(groups, key=lambda k: (_sort_key(k[0]), _sort_key(k[1])))
+        rows = [groups[k] for k in keys]
+        duration = [None if g["start"] is None else g["end"] - g["start"] for g in rows]
+        wait = [_union_ns(g["wait"]) for g in rows]
+        return pa.table(
+            {
+                "rank": pa.array([k[0] for k in keys], self._rank_type),
+                "step": pa.array([k[1] for k in keys], self._step_type),
+                "n_traces": pa.array([g["n_traces"] for g in rows], pa.int64()),
+                "n_events": pa.array([g["n_events"] for g in rows], pa.int64()),
+                "start_ns": pa.array([g["start"] for g in rows], pa.int64()),
+                "end_ns": pa.array([g["end"] for g in rows], pa.int64()),
+                "duration_ns": pa.array(duration, pa.int64()),
+                "collective_ns": pa.array([_union_ns(g["coll"]) for g in rows], pa.int64()),
+                "wait_ns": pa.array(wait, pa.int64()),
+                "compute_ns": pa.array(
+                    [None if d is None else d - w for d, w in zip(duration, wait)], pa.int64()
+                ),
+            }
+        )
+
+    def stragglers(self, *, by: str = "compute", min_lag_ns: float = 0) -> pa.Table:
+        """Per step, the slowest rank and how far it lags behind the median rank.
+
+        ``by="compute"`` (default) ranks by ``compute_ns`` of :meth:`step_times` (step duration
+        minus time spent waiting in collectives): with synchronous collectives every rank's
+        step ends when the slowest arrives, so durations are equal and the straggler shows in
+        what it did before arriving. Without collectives ``compute_ns == duration_ns``.
+        ``by="duration"`` ranks by ``duration_ns``.
+
+        Columns: ``step, n_ranks, slowest_rank`` (ties: the smallest rank), ``slowest_ns`` (its
+        compute or duration), ``median_ns`` (median over the step's ranks), ``lag_ns =
+        slowest_ns - median_ns``, ``lag_ratio = lag_ns / median_ns``, and the slowest rank's
+        ``duration_ns`` and ``wait_ns``. Only steps with ``lag_ns > min_lag_ns`` when
+        ``min_lag_ns > 0``. Sorted by step.
+        """
+        if by not in ("compute", "duration"):
+            raise ValueError(f"by must be 'compute' or 'duration', not {by!r}")
+        st = self.step_times().to_pylist()
+        per_step: dict[Any, list[dict[str, Any]]] = {}
+        for row in st:
+            if row["duration_ns"] is not None:
+                per_step.setdefault(row["step"], []).append(row)
+        metric = f"{by}_ns"
+        out: list[dict[str, Any]] = []
+        for step in sorted(per_step, key=_sort_key):
+            rows = sorted(per_step[step], key=lambda x: _sort_key(x["rank"]))
+            slowest = max(rows, key=lambda x: x[metric])  # first (smallest rank) among ties
+            median = float(statistics.median(x[metric] for x in rows))
+            lag = slowest[metric] - median
+            if min_lag_ns > 0 and not lag > min_lag_ns:
+                continue
+            out.append(
+                {
+                    "step": step,
+                    "n_ranks": len(rows),
+                    "slowest_rank": slowest["rank"],
+                    "slowest_ns": slowest[metric],
+                    "median_ns": median,
+                    "lag_ns": lag,
+                    "lag_ratio": lag / median if median else 0.0,
+                    "duration_ns": slowest["duration_ns"],
+                    "wait_ns": slowest["wait_ns"],
+                }
+            )
+        return pa.table(
+            {
+                "step": pa.array([o["step"] for o in out], self._step_type),
+                "n_ranks": pa.array([o["n_ranks"] for o in out], pa.int64()),
+                "slowest_rank": pa.array([o["slowest_rank"] for o in out], self._rank_type),
+                "slowest_ns": pa.array([o["slowest_ns"] for o in out], pa.int64()),
+                "median_ns": pa.array([o["median_ns"] for o in out], pa.float64()),
+                "lag_ns": pa.array([o["lag_ns"] for o in out], pa.float64()),
+                "lag_ratio": pa.array([o["lag_ratio"] for o in out], pa.float64()),
+                "duration_ns": pa.array([o["duration_ns"] for o in out], pa.int64()),
+                "wait_ns": pa.array([o["wait_ns"] for o in out], pa.int64()),
+            }
+        )
+
+    # -- export -------------------------------------------------------------------------------
+    def to_parquet(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        partition_by: Iterable[str] = ("rank",),
+        tables: Iterable[str] | None = None,
+        compression: str = "zstd",
+        overwrite: bool = False,
+    ) -> Path:
+        """Writes a hive-partitioned Parquet dataset per table: ``directory/<table>/rank=3/...``.
+
+        ``tables``: which tables (default: every non-empty one). Also writes, unpartitioned,
+        ``traces.parquet`` (the :attr:`traces` listing), ``step_times.parquet`` and
+        ``collectives.parquet`` (:meth:`step_times`, :meth:`collectives`) and
+        ``tracecore_set.json`` (what was written). Each table directory reads as one table with
+        ``pyarrow.dataset.dataset(dir, partitioning="hive")``, DuckDB
+        ``read_parquet('dir/events/**/*.parquet', hive_partitioning=true)``, Polars
+        ``scan_parquet(..., hive_partitioning=True)``, Spark ``spark.read.parquet(dir)`` and
+        Ray ``ray.data.read_parquet(dir)``. ``overwrite=False`` refuses an existing table dir.
+        """
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+
+        out = Path(directory)
+        partition_by = list(partition_by)
+        names = list(tables) if tables is not None else list(_core.TABLE_NAMES)
+        written = []
+        out.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            table = self.table(name)
+            if tables is None and table.num_rows == 0:
+                continue
+            missing = [c for c in partition_by if c not in table.column_names]
+            if missing:
+                raise ValueError(f"cannot partition table {name} by missing columns {missing}")
+            target = out / name
+            if target.exists() and any(target.iterdir()) and not overwrite:
+                raise FileExistsError(f"{target} exists and is not empty (pass overwrite=True)")
+            ds.write_dataset(
+                table,
+                target,
+                format="parquet",
+                partitioning=ds.partitioning(
+                    pa.schema([table.schema.field(c) for c in partition_by]), flavor="hive"
+                )
+                if partition_by
+                else None,
+                file_options=ds.ParquetFileFormat().make_write_options(compression=compression),
+                basename_template="part-{i}.parquet",
+                existing_data_behavior="delete_matching",
+            )
+            written.append(name)
+        # The listing and the cross-trace results are small: one file each.
+        summaries = {
+            "traces": self.traces,
+            "step_times": self.step_times(),
+            "collectives": self.collectives(),
+        }
+        for name, summary in summaries.items():
+            pq.write_table(summary, out / f"{name}.parquet", compression=compression)
+        (out / "tracecore_set.json").write_text(
+            json.dumps(
+                {
+                    "tables": written,
+                    "summaries": [f"{n}.parquet" for n in summaries],
+                    "partition_by": partition_by,
+                    "align": self._align if self._align in (None, "step_start") else "offsets",
+                    "traces": len(self._paths),
+                    "loaded": self.n_traces,
+                },
+                indent=1,
+            )
+        )
+        return out
+
+
+def _np(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A numpy copy of a column without nulls (ChunkedArray.to_numpy would import pandas)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.to_numpy(zero_copy_only=False)
+
+
+def _per_columns(per: str) -> list[str]:
+    groups = {"rank": ["rank"], "step": ["step"], "all": [], "rank_step": ["rank", "step"]}
+    if per not in groups:
+        raise ValueError(f"per must be 'trace', 'rank', 'step', 'rank_step' or 'all', not {per!r}")
+    return groups[per]
+
+
+def _error_message(e: BaseException) -> str:
+    if isinstance(e, TraceFormatError):
+        return str(e)
+    return f"{type(e).__name__}: {e}"
+
+
+def collective_kind(op: str) -> str:
+    for kind, rx in _KIND_OF_OP:
+        if rx.fullmatch(op):
+            return kind
+    return "other"
+
+
+def _collective_events(trace: Trace, rx: re.Pattern | None) -> list[dict[str, Any]]:
+    """The collective events of one trace (raw clock), one dict per instance."""
+    ev = trace.table("events")  # without the name columns (not needed here)
+    if ev.num_rows == 0:
+        return []
+    ops = ev["op"].cast(pa.string()).to_pylist()
+    names = ev["node_name"].cast(pa.string()).to_pylist()
+    kinds_by_block = trace.devices["kind"].to_pylist()
+    block = ev["device_index"].to_pylist()
+    selected = []
+    for row, (op, name) in enumerate(zip(ops, names)):
+        if rx is not None:
+            hit = bool(rx.search(op or "") or rx.search(name))
+        elif op is not None:
+            hit = _OP_RX.fullmatch(op) is not None
+        else:
+            hit = _NAME_RX.fullmatch(name.rsplit("/", 1)[-1]) is not None
+        if hit:
+            selected.append(row)
+    if not selected:
+        return []
+    starts = _np(ev["start_ns"])
+    ends = np.maximum(_np(ev["end_ns"]), starts)
+    devices = ev["device"].cast(pa.string()).to_pylist()
+    by_name: dict[str, dict[bool, list[int]]] = {}
+    for row in selected:
+        on_executor = kinds_by_block[block[row]] == "executor"
+        base = names[row] if on_executor or ":" not in names[row] else names[row].rsplit(":", 1)[0]
+        by_name.setdefault(base, {True: [], False: []})[on_executor].append(row)
+    out = []
+    for base, rows in by_name.items():
+        chosen = rows[True] or rows[False]
+        chosen.sort(key=lambda i: (starts[i], i))
+        for k, i in enumerate(chosen):
+            op = ops[i] or base.rsplit("/", 1)[-1]
+            out.append(
+                {
+                    "node_name": base,
+                    "op": ops[i],
+                    "collective": collective_kind(op),
+                    "occurrence": k,
+                    "device": devices[i],
+                    "start_ns": int(starts[i]),
+                    "end_ns": int(ends[i]),
+                }
+            )
+    return out
