@@ -1,9 +1,724 @@
-"""Names and scopes (placeholder until the names module lands): events pass through unchanged."""
+"""Names and scopes: what a TensorFlow node name says about the op.
+
+TensorFlow node names are ``/``-separated paths (``tower_0/v/cg/conv3/conv2d/Conv2D``). This
+module derives, from the name alone, which forward op a gradient node differentiates, which phase
+of a training step a node belongs to, its scope at a given depth and its tower; and it writes the
+per-node shape listing. Everything is computed once per *distinct* name (the dictionary of the
+``node_name`` column) with pyarrow string kernels and then gathered to the rows through the
+dictionary indices, so the cost is O(distinct names) + O(rows) vectorised.
+
+The rules (also in ``docs/names.md``):
+
+**Normalisation.** Records of GPU streams and copies carry names that are not node names:
+``name:Op`` (a kernel), ``name:Op:MEMCPYHtoD`` and ``edge_<N>_name:MEMCPYDtoH`` (a copy of
+``name``'s output). The *normalised name* drops a leading ``edge_<digits>_`` and everything from
+the first ``:`` (node names never contain ``:``). Scopes, towers, ``forward_scope`` and ``phase`` all
+use the normalised name, so GPU time joins its executor node.
+
+**Core name.** For ``forward_scope`` and ``phase`` the leading components added by Grappler and
+function inlining are also dropped: any run of ``ConstantFolding/``, ``ArithmeticOptimizer/``,
+``LayoutOptimizer/``, ``DependencyOptimizer/`` and ``Func/`` at the start
+(``ConstantFolding/gradients/conv1/Conv2D_grad/ShapeN-matshapes-1`` is a gradient node).
+
+**forward_scope** (null unless the node is a gradient node whose forward op can be named):
+
+* TF1 (``tf.gradients``): the name has a component ``gradients`` or ``gradients_<N>`` (the name
+  scope ``tf.gradients`` opens, anywhere: ``Train/Model/gradients/...``, ``tower_0/v/gradients/...``,
+  ``gradients/...``). The components after the *first* such component, up to the first
+  component ending in ``_grad``, with that ``_grad`` removed, are the forward op's full name:
+  ``Train/Model/gradients/Train/Model/RNN/.../LSTMBlockCell_19_grad/LSTMBlockCellGrad`` ->
+  ``Train/Model/RNN/.../LSTMBlockCell_19``; ``tower_0/v/gradients/Cast_grad/Cast`` -> ``Cast``.
+  The *first* ``_grad`` component is the right one because gradient functions may create their own
+  ``*_grad`` ops (``gradients/cond/Merge_grad/cond_grad`` -> ``cond/Merge``). Gradients of gradients
+  nest: between the ``gradients`` component and the closing ``_grad`` every further
+  ``gradients*`` component opens one level that one ``_grad`` component closes
+  (``gradients_1/gradients/x_grad/Mul_grad/Mul`` -> ``gradients/x_grad/Mul``). A gradient node with
+  no ``_grad`` component (``gradients/AddN``, ``gradients/zeros_like_3``, ``gradients/Fill``: the
+  accumulation and seeding ops of ``tf.gradients``) is backward with a null ``forward_scope``.
+* TF2 (``tf.GradientTape``): the core name starts with ``gradient_tape/``; TensorFlow creates the
+  gradient ops of a forward op inside ``gradient_tape/<name scope of the forward op>/``. The
+  candidate is the path after ``gradient_tape/`` without its last component (the gradient op's own
+  name): ``gradient_tape/resnet50/conv1_conv/Conv2D/Conv2DBackpropFilter`` ->
+  ``resnet50/conv1_conv/Conv2D``. Helper ops of a gradient function sit one level deeper
+  (``gradient_tape/resnet50/pool1_pad/Reshape/shape``), so the candidate is then shortened to its
+  longest prefix (whole components) that is the name of, or a scope containing, a *forward* node
+  of the same table (``resnet50/pool1_pad``); if no prefix is, the candidate stays. A gradient of
+  an op at the root scope (``gradient_tape/Reshape``) has a null ``forward_scope``.
+
+**phase** (first rule that matches, on the core name):
+
+1. ``"other"``: an empty name; a name whose first component starts with ``_`` (TensorFlow's
+   internal nodes: ``_SOURCE``, ``_SINK``, ``_arg_*``, ``_retval_*``, ``_send_*``, ``_recv_*``,
+   also ``edge_*`` copies of them); ``HorovodBroadcast*`` (start-up variable broadcast).
+2. ``"backward"``: a TF1 gradient name (a ``gradients`` / ``gradients_<N>`` component), a TF2
+   gradient name (``gradient_tape/...``), or gradient communication: a component containing
+   ``allreduce`` (any case: Horovod's ``DistributedGradientTape_Allreduce/...``,
+   ``DistributedOptimizer_Allreduce/...``).
+3. ``"optimizer"``: a component that is an optimizer's name scope -- ``SGD``, ``GradientDescent``,
+   ``Momentum``, ``Adam``, ``AdamW``, ``Adamax``, ``Nadam``, ``RMSProp``, ``Adagrad``,
+   ``AdagradDA``, ``Adadelta``, ``Ftrl``, ``ProximalAdagrad``, ``ProximalGradientDescent``,
+   ``LAMB``, ``Lamb``, ``LARS``, ``Lars``, ``LARSOptimizer`` (each optionally ``_<N>``); a component
+   containing ``apply_gradient`` (``apply_gradients``, ``append_apply_gradient_ops``); a component
+   starting with ``update_`` (TF1 optimizers' per-variable ``update_<var>`` scopes); gradient
+   clipping (``clip_by_global_norm``, ``global_norm`` components); the step counter
+   (``inc_global_step``); or a last component that is an ``Apply*`` op's default name
+   (``ApplyAdam``, ``ResourceApplyGradientDescent``, ``SparseApplyMomentum``,
+   ``ResourceSparseApplyAdagrad``..., optionally ``_<N>``).
+4. ``"forward"``: any other name with at least one ``/`` (model code lives in name scopes;
+   variables and their ``/read`` identities count as forward).
+5. ``"other"``: what remains -- top-level names without a scope (``global_step``, ``Cast_1``,
+   ``AddN_3``, Grappler's ``PermConstNHWCToNCHW-LayoutOptimizer``), which the name cannot attribute.
+
+**Scopes** (``Trace.scopes(depth, by="events")``): an event's key is its normalised name
+(``by="forward_scope"``: its ``forward_scope`` when not null, else its normalised name, which
+charges gradient time to the forward layer); its scope is the first ``depth`` components of the
+key (the whole key when it has fewer). Every event is in exactly one row, including the
+duplicate records of ``stream:all`` and ``memcpy`` blocks. ``busy_ns`` is the length of the union
+of the group's ``[start_ns, end_ns)`` intervals (end clamped to start when it is before it);
+``bytes`` is the sum of ``requested_bytes`` of the tensors the group's events produced.
+
+**Towers** (``Trace.towers()``): an event's tower is the first component of its normalised name
+matching ``tower_<N>`` or ``replica_<N>`` (anywhere in the path, so
+``ConstantFolding/tower_0/...`` belongs to ``tower_0``); events without one are in no row.
+"""
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import re
+from collections.abc import Iterable
+
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+PHASES = ("forward", "backward", "optimizer", "other")
+_FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = range(4)
+_DICT_TYPE = pa.dictionary(pa.int32(), pa.string())
+
+# -- the rules as regular expressions (RE2 syntax, shared by pyarrow and Python's re) ----------
+_EDGE_PREFIX = r"^edge_\d+_"
+_OP_SUFFIX = r":.*"
+_GRAPPLER_PREFIX = (
+    r"^(?:(?:ConstantFolding|ArithmeticOptimizer|LayoutOptimizer|DependencyOptimizer|Func)/)+"
+)
+_OTHER_RE = r"^(?:$|_|HorovodBroadcast)"
+_TF1_GRAD_RE = r"(?:^|/)gradients(?:_\d+)?(?:/|$)"
+_TF1_HEAD_RE = r"^(?:[^/]*/)*?gradients(?:_\d+)?/"  # up to the first gradients component
+_TF1_TAIL_RE = r"([^/])_grad(?:/|$)"  # the end of the first *_grad component
+_TF2_PREFIX = "gradient_tape/"
+_ALLREDUCE_RE = r"(?i)(?:^|/)[^/]*allreduce[^/]*(?:/|$)"
+_OPTIMIZER_NAMES = (
+    "SGD|GradientDescent|Momentum|Adam|AdamW|Adamax|Nadam|RMSProp|Adagrad|AdagradDA|Adadelta|"
+    "Ftrl|ProximalAdagrad|ProximalGradientDescent|LAMB|Lamb|LARS|Lars|LARSOptimizer"
+)
+_OPTIMIZER_RE = (
+    r"(?:^|/)(?:(?:" + _OPTIMIZER_NAMES + r")(?:_\d+)?|[^/]*apply_gradient[^/]*|update_[^/]*"
+    r"|clip_by_global_norm|global_norm|inc_global_step)(?:/|$)"
+    r"|(?:^|/)(?:Resource)?(?:Sparse)?Apply[A-Z][A-Za-z0-9]*(?:_\d+)?$"
+)
+_TOWER_RE = r"(?:^|/)(?P<t>(?:tower|replica)_\d+)(?:/|$)"
+
+_re_edge = re.compile(_EDGE_PREFIX)
+_re_grappler = re.compile(_GRAPPLER_PREFIX)
+_re_other = re.compile(_OTHER_RE)
+_re_tf1 = re.compile(_TF1_GRAD_RE)
+_re_gradients_component = re.compile(r"^gradients(?:_\d+)?$")
+_re_allreduce = re.compile(_ALLREDUCE_RE)
+_re_optimizer = re.compile(_OPTIMIZER_RE)
+_re_tower = re.compile(_TOWER_RE)
+
+
+# -- per-name reference implementation ----------------------------------------------------------
+def normalize_name(name: str) -> str:
+    """The node a record belongs to: ``edge_<N>_`` prefix and ``:Op...`` suffix removed."""
+    name = _re_edge.sub("", name, count=1)
+    colon = name.find(":")
+    return name if colon < 0 else name[:colon]
+
+
+def _core_name(name: str) -> str:
+    return _re_grappler.sub("", normalize_name(name), count=1)
+
+
+def _tf1_forward(core: str) -> str | None:
+    parts = core.split("/")
+    for i, part in enumerate(parts):
+        if _re_gradients_component.match(part):
+            depth = 0
+            for j in range(i + 1, len(parts)):
+                p = parts[j]
+                if _re_gradients_component.match(p):
+                    depth += 1
+                elif p.endswith("_grad") and len(p) > 5:
+                    if depth == 0:
+                        return "/".join(parts[i + 1 : j] + [p[:-5]])
+                    depth -= 1
+            return None
+    return None
+
+
+def _phase_of_core(core: str) -> int:
+    if _re_other.match(core):
+        return _OTHER
+    if _re_tf1.search(core) or core.startswith(_TF2_PREFIX) or _re_allreduce.search(core):
+        return _BACKWARD
+    if _re_optimizer.search(core):
+        return _OPTIMIZER
+    return _FORWARD if "/" in core else _OTHER
+
+
+def classify_name(name: str, forward_scopes: set[str] | None = None) -> tuple[str | None, str]:
+    """``(forward_scope, phase)`` of one node name, by the rules in the module docstring.
+
+    ``forward_scopes`` is the set of names and scope prefixes of the forward nodes used to
+    shorten a TF2 candidate (:func:`forward_prefixes`); without it the candidate is returned.
+    """
+    core = _core_name(name)
+    phase = _phase_of_core(core)
+    forward: str | None = None
+    if phase == _BACKWARD:
+        if core.startswith(_TF2_PREFIX):
+            rest = core[len(_TF2_PREFIX) :]
+            if "/" in rest:
+                forward = rest.rsplit("/", 1)[0]
+                if forward_scopes is not None:
+                    parts = forward.split("/")
+                    for k in range(len(parts), 0, -1):
+                        prefix = "/".join(parts[:k])
+                        if prefix in forward_scopes:
+                            forward = prefix
+                            break
+        elif _re_tf1.search(core):
+            forward = _tf1_forward(core)
+    return forward, PHASES[phase]
+
+
+def forward_prefixes(names: Iterable[str]) -> set[str]:
+    """Every whole-component prefix of the core names of the forward-phase ``names``."""
+    out: set[str] = set()
+    for name in names:
+        core = _core_name(name)
+        if _phase_of_core(core) != _FORWARD:
+            continue
+        parts = core.split("/")
+        for k in range(1, len(parts) + 1):
+            out.add("/".join(parts[:k]))
+    return out
+
+
+# -- vectorised implementation over a string array (the dictionary) --------------------------
+def _mask(arr: pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _where(arr: pa.Array, mask: np.ndarray, fn) -> pa.Array:
+    """``arr`` with ``fn`` applied to the entries selected by ``mask`` only (regexes are costly:
+    a cheap substring test picks the few entries they can change)."""
+    if not mask.any():
+        return arr
+    if mask.all():
+        return fn(arr)
+    idx = np.flatnonzero(mask)
+    return _scatter(arr, idx, fn(arr.take(pa.array(idx))))
+
+
+def _normalize(names: pa.Array) -> pa.Array:
+    out = _where(names, _mask(pc.starts_with(names, "edge_")),
+                 lambda a: pc.replace_substring_regex(a, _EDGE_PREFIX, "", max_replacements=1))
+    return _where(out, _mask(pc.match_substring(out, ":")),
+                  lambda a: pc.list_element(pc.split_pattern(a, ":", max_splits=1), 0))
+
+
+def _prefix(parts: pa.Array, k: int) -> pa.Array:
+    """The first ``k`` components (joined) of each list of components."""
+    return pc.binary_join(pc.list_slice(parts, 0, k), "/")
+
+
+def _classify(norm: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """``(forward_scope, phase code int8)`` for normalised names (a string array, no nulls)."""
+    core = _where(norm, _mask(pc.match_substring_regex(norm, _GRAPPLER_PREFIX)),
+                  lambda a: pc.replace_substring_regex(a, _GRAPPLER_PREFIX, "", max_replacements=1))
+    n = len(core)
+
+    other = _mask(pc.match_substring_regex(core, _OTHER_RE))
+    tf2 = _mask(pc.starts_with(core, _TF2_PREFIX))
+    tf1 = _filtered_match(core, "gradients", _TF1_GRAD_RE) & ~tf2
+    backward = tf1 | tf2 | _filtered_match(core, "allreduce", _ALLREDUCE_RE)
+    optimizer = _mask(pc.match_substring_regex(core, _OPTIMIZER_RE))
+    scoped = _mask(pc.match_substring(core, "/"))
+    phase = np.full(n, _OTHER, dtype=np.int8)
+    phase[scoped] = _FORWARD
+    phase[optimizer] = _OPTIMIZER
+    phase[backward] = _BACKWARD
+    phase[other] = _OTHER
+    tf1 &= ~other
+    tf2 &= ~other
+
+    fs = pa.nulls(n, pa.string())
+    if tf1.any():
+        idx = np.flatnonzero(tf1)
+        sub = core.take(pa.array(idx))
+        # (Two DFA-friendly replacements; one extract_regex with lazy groups is 10x slower.)
+        rest = pc.replace_substring_regex(sub, _TF1_HEAD_RE, "", max_replacements=1)
+        ok = _mask(pc.not_equal(pc.binary_length(rest), pc.binary_length(sub)))
+        ok &= _mask(pc.match_substring_regex(rest, _TF1_TAIL_RE))
+        fwd = pc.replace_substring_regex(rest, _TF1_TAIL_RE + ".*$", r"\1", max_replacements=1)
+        fwd = pc.if_else(pa.array(ok), fwd, pa.nulls(len(sub), pa.string()))
+        # Gradients of gradients: a gradients component before the closing _grad -> Python.
+        nested = _mask(pc.match_substring_regex(fwd, _TF1_GRAD_RE))
+        if nested.any():
+            values = fwd.to_pylist()
+            subs = sub.to_pylist()
+            for i in np.flatnonzero(nested):
+                values[i] = _tf1_forward(subs[i])
+            fwd = pa.array(values, pa.string())
+        fs = _scatter(fs, idx, fwd)
+    if tf2.any():
+        idx = np.flatnonzero(tf2)
+        rest = pc.utf8_slice_codeunits(core.take(pa.array(idx)), len(_TF2_PREFIX))
+        has_parent = _mask(pc.match_substring(rest, "/"))
+        cand = pc.if_else(
+            pa.array(has_parent),
+            pc.replace_substring_regex(rest, r"/[^/]*$", "", max_replacements=1),
+            pa.nulls(len(rest), pa.string()),
+        )
+        fwd_core = core.filter(pa.array(phase == _FORWARD))
+        cand = _shorten_to_known(cand, fwd_core)
+        fs = _scatter(fs, idx, cand)
+    return fs, phase
+
+
+def _filtered_match(arr: pa.Array, needle: str, pattern: str) -> np.ndarray:
+    """``match_substring_regex(arr, pattern)`` run only where ``needle`` occurs (any case)."""
+    pre = _mask(pc.match_substring(arr, needle, ignore_case=True))
+    out = np.zeros(len(arr), dtype=bool)
+    if pre.any():
+        idx = np.flatnonzero(pre)
+        out[idx] = _mask(pc.match_substring_regex(arr.take(pa.array(idx)), pattern))
+    return out
+
+
+def _scatter(base: pa.Array, idx: np.ndarray, values: pa.Array) -> pa.Array:
+    """``base`` with positions ``idx`` replaced by ``values`` (a take over a concatenation)."""
+    n = len(base)
+    pos = np.arange(n, dtype=np.int64)
+    pos[idx] = n + np.arange(len(idx), dtype=np.int64)
+    combined = pa.concat_arrays([base, values.cast(pa.string())])
+    return combined.take(pa.array(pos))
+
+
+def _forward_prefix_set(fwd_core: pa.Array) -> pa.Array:
+    """Every whole-component prefix of the forward core names, as one unique string array."""
+    if len(fwd_core) == 0:
+        return pa.array([], pa.string())
+    parts = pc.split_pattern(fwd_core, "/")
+    lengths = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+    chunks = []
+    for k in range(1, int(lengths.max()) + 1):
+        sel = lengths >= k
+        chunks.append(_prefix(parts.filter(pa.array(sel)), k))
+    return pc.unique(pa.concat_arrays(chunks))
+
+
+def _shorten_to_known(cand: pa.Array, fwd_core: pa.Array) -> pa.Array:
+    """Each candidate shortened to its longest prefix in the forward prefix set (TF2 rule)."""
+    known = _forward_prefix_set(fwd_core)
+    if len(known) == 0 or len(cand) == 0:
+        return cand
+    parts = pc.split_pattern(cand, "/")
+    lengths = pc.fill_null(pc.list_value_length(parts), 0).to_numpy(zero_copy_only=False)
+    best = np.zeros(len(cand), dtype=np.int64)
+    for k in range(int(lengths.max()), 0, -1):
+        todo = (lengths >= k) & (best == 0)
+        if not todo.any():
+            continue
+        idx = np.flatnonzero(todo)
+        hit = _mask(pc.is_in(_prefix(parts.take(pa.array(idx)), k), value_set=known))
+        best[idx[hit]] = k
+    if not best.any():
+        return cand
+    idx = np.flatnonzero(best)
+    # One join per distinct depth keeps this vectorised.
+    out_parts = parts.take(pa.array(idx))
+    depths = best[idx]
+    result = pa.nulls(len(idx), pa.string())
+    for k in np.unique(depths):
+        sel = np.flatnonzero(depths == k)
+        result = _scatter(result, sel, _prefix(out_parts.take(pa.array(sel)), int(k)))
+    return _scatter(cand, idx, result)
+
+
+def _first_components(keys: pa.Array, depth: int) -> pa.Array:
+    """The first ``depth`` components of each key (the whole key when shorter)."""
+    return _prefix(pc.split_pattern(keys, "/", max_splits=depth), depth)
+
+
+# -- per-chunk dictionary plumbing ---------------------------------------------------------------
+def _chunks(col: pa.ChunkedArray) -> list[pa.DictionaryArray]:
+    out = []
+    for chunk in col.chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = pc.dictionary_encode(chunk)
+        out.append(chunk)
+    return out
+
+
+def _indices(chunk: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices as int64 with nulls -> 0, validity mask)."""
+    ind = chunk.indices
+    valid = np.ones(len(ind), dtype=bool) if ind.null_count == 0 else _mask(pc.is_valid(ind))
+    arr = pc.fill_null(ind, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return arr, valid
+
+
+class _NameInfo:
+    """Classification of the used entries of one node_name dictionary."""
+
+    def __init__(self, chunk: pa.DictionaryArray) -> None:
+        self.indices, self.valid = _indices(chunk)
+        dictionary = chunk.dictionary.cast(pa.string())
+        used = np.zeros(len(dictionary), dtype=bool)
+        used[self.indices[self.valid]] = True
+        used &= _mask(pc.is_valid(dictionary)) if dictionary.null_count else True
+        self.used_pos = np.flatnonzero(used)
+        self.size = len(dictionary)
+        self.norm = _normalize(dictionary.take(pa.array(self.used_pos)))
+        self._classified: tuple[pa.Array, np.ndarray] | None = None
+
+    @property
+    def forward_scope(self) -> pa.Array:
+        if self._classified is None:
+            self._classified = _classify(self.norm)
+        return self._classified[0]
+
+    @property
+    def phase(self) -> np.ndarray:
+        if self._classified is None:
+            self._classified = _classify(self.norm)
+        return self._classified[1]
+
+    def gather(self, per_used: np.ndarray, fill: int) -> np.ndarray:
+        """Row values from one value per used dictionary entry (``fill`` for null names)."""
+        lookup = np.full(self.size + 1, fill, dtype=per_used.dtype)
+        lookup[self.used_pos] = per_used
+        rows = lookup[np.where(self.valid, self.indices, self.size)]
+        return rows
+
+    def encode_rows(self, values: pa.Array) -> pa.DictionaryArray:
+        """A dictionary column over the rows from one string (or null) per used entry."""
+        enc = pc.dictionary_encode(values)
+        codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
+        rows = self.gather(codes, -1)
+        mask = rows < 0
+        indices = pa.array(rows, pa.int32(), mask=mask if mask.any() else None)
+        return pa.DictionaryArray.from_arrays(indices, enc.dictionary.cast(pa.string()))
 
 
 def add_name_columns(events: pa.Table) -> pa.Table:
-    return events
+    """``events`` plus ``forward_scope`` (dict<string>, null unless a gradient node's forward op
+    can be named) and ``phase`` (dict<string>: forward | backward | optimizer | other). The
+    existing columns are passed through without copying."""
+    if "node_name" not in events.column_names:
+        return events
+    phase_dict = pa.array(PHASES, pa.string())
+    fs_chunks, phase_chunks = [], []
+    for chunk in _chunks(events.column("node_name")):
+        info = _NameInfo(chunk)
+        fs_chunks.append(info.encode_rows(info.forward_scope))
+        codes = info.gather(info.phase.astype(np.int32), _OTHER)
+        phase_chunks.append(pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), phase_dict))
+    fs_col = pa.chunked_array(fs_chunks, _DICT_TYPE)
+    phase_col = pa.chunked_array(phase_chunks, _DICT_TYPE)
+    out = events.append_column("forward_scope", fs_col).append_column("phase", phase_col)
+    return out.replace_schema_metadata(events.schema.metadata)
+
+
+# -- grouped aggregation -----------------------------------------------------------------------
+def _event_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    start = pc.fill_null(events.column("start_ns"), 0).to_numpy().astype(np.int64, copy=False)
+    end = pc.fill_null(events.column("end_ns"), 0).to_numpy().astype(np.int64, copy=False)
+    return start, np.maximum(end, start)
+
+
+def _event_bytes(trace, events: pa.Table) -> np.ndarray:
+    """Per events row, the sum of ``requested_bytes`` of the tensors with its event_id."""
+    n = events.num_rows
+    out = np.zeros(n, dtype=np.int64)
+    tensors = trace.tensors
+    if tensors.num_rows == 0 or n == 0:
+        return out
+    ids = pc.fill_null(tensors.column("event_id"), -1).to_numpy().astype(np.int64, copy=False)
+    b = pc.fill_null(tensors.column("requested_bytes"), 0).to_numpy().astype(np.int64, copy=False)
+    eids = pc.fill_null(events.column("event_id"), -1).to_numpy().astype(np.int64, copy=False)
+    if not np.array_equal(eids, np.arange(n)):  # event_id is the row number of a parsed trace
+        order = np.argsort(eids, kind="stable")
+        pos = np.searchsorted(eids[order], ids)
+        pos = np.minimum(pos, n - 1)
+        hit = eids[order][pos] == ids
+        ids = np.where(hit, order[pos], -1)
+    ok = (ids >= 0) & (ids < n)
+    np.add.at(out, ids[ok], b[ok])
+    return out
+
+
+def _grouped_union(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, the length of the union of the ``[start, end)`` intervals (end >= start)."""
+    busy = np.zeros(n_groups, dtype=np.int64)
+    if len(group) == 0:
+        return busy
+    t0 = int(start.min())
+    span = int(end.max()) - t0 + 1
+    fits = (int(group.max()) + 1) * span < 2**62
+    if fits:  # one int64 key (group, start): a single argsort instead of a lexsort
+        order = np.argsort(group.astype(np.int64) * span + (start - t0))
+    else:  # pragma: no cover - enormous spans
+        order = np.lexsort((start, group))
+    g, s, e = group[order], start[order], end[order]
+    s0, e0 = s - t0, e - t0
+    firsts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    if fits:
+        offset = g.astype(np.int64) * span
+        run = np.maximum.accumulate(e0 + offset) - offset
+    else:  # pragma: no cover - enormous spans: one group at a time
+        run = np.empty_like(e0)
+        bounds = np.r_[firsts, len(g)]
+        for a, b in itertools.pairwise(bounds):
+            run[a:b] = np.maximum.accumulate(e0[a:b])
+    prev = np.empty_like(run)
+    prev[1:] = run[:-1]
+    prev[firsts] = -1
+    contrib = np.maximum(e0 - np.maximum(s0, prev), 0)
+    busy[g[firsts]] = np.add.reduceat(contrib, firsts)
+    return busy
+
+
+def _group_table(key_name: str, keys: pa.Array, group: np.ndarray, keep: np.ndarray, trace,
+                 events: pa.Table, with_total: bool) -> pa.Table:
+    n_groups = len(keys)
+    start, end = _event_times(events)
+    nbytes = _event_bytes(trace, events)
+    g, s, e, b = group[keep], start[keep], end[keep], nbytes[keep]
+    n_events = np.bincount(g, minlength=n_groups).astype(np.int64)
+    total = np.zeros(n_groups, dtype=np.int64)
+    np.add.at(total, g, e - s)
+    by_bytes = np.zeros(n_groups, dtype=np.int64)
+    np.add.at(by_bytes, g, b)
+    busy = _grouped_union(g, s, e, n_groups)
+    columns = {key_name: keys.cast(pa.string()), "n_events": pa.array(n_events)}
+    if with_total:
+        columns["total_ns"] = pa.array(total)
+    columns["busy_ns"] = pa.array(busy)
+    columns["bytes"] = pa.array(by_bytes)
+    present = n_events > 0
+    return pa.table(columns).filter(pa.array(present))
+
+
+def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
+    """Events grouped by the first ``depth`` components of their (normalised) node name.
+
+    ``by="events"`` keys each event by its normalised node name; ``by="forward_scope"`` keys a
+    gradient event by its ``forward_scope`` instead, so a layer's row holds its forward and
+    backward time. Columns ``scope, n_events, total_ns, busy_ns, bytes``; every event is in
+    exactly one row; rows sorted by ``total_ns`` descending, then ``scope``.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        raise ValueError(f"depth must be a positive int, not {depth!r}")
+    if by in ("forward", "forward_scope"):
+        by = "forward_scope"
+    elif by != "events":
+        raise ValueError(f"by must be 'events' or 'forward_scope', not {by!r}")
+    events = trace.events
+    groups, key_chunks, offset = [], [], 0
+    for chunk in _chunks(events.column("node_name")):
+        info = _NameInfo(chunk)
+        keys = info.norm
+        if by == "forward_scope":
+            keys = pc.coalesce(info.forward_scope, keys)
+        scope = _first_components(keys, int(depth))
+        enc = pc.dictionary_encode(scope)
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        null_code = len(enc.dictionary)
+        rows = info.gather(codes, null_code)
+        groups.append(rows + offset)
+        key_chunks.append(pa.concat_arrays([enc.dictionary.cast(pa.string()), pa.array([""])]))
+        offset += null_code + 1
+    if not groups:
+        return _empty_scopes()
+    keys = pa.concat_arrays(key_chunks)
+    group = np.concatenate(groups)
+    # Equal scope strings from different chunks (or the null-name group "") merge into one row.
+    enc = pc.dictionary_encode(keys)
+    remap = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    group = remap[group]
+    keep = np.ones(len(group), dtype=bool)
+    table = _group_table("scope", enc.dictionary, group, keep, trace, events, with_total=True)
+    return table.sort_by([("total_ns", "descending"), ("scope", "ascending")])
+
+
+def _empty_scopes() -> pa.Table:
+    return pa.table({"scope": pa.array([], pa.string()), "n_events": pa.array([], pa.int64()),
+                     "total_ns": pa.array([], pa.int64()), "busy_ns": pa.array([], pa.int64()),
+                     "bytes": pa.array([], pa.int64())})
+
+
+def towers(trace) -> pa.Table:
+    """One row per ``tower_<N>`` / ``replica_<N>`` component: ``tower, n_events, busy_ns, bytes``.
+
+    An event's tower is the first component of its normalised name that matches; events without
+    one are in no row. Rows are sorted by prefix (``replica`` before ``tower``) and number.
+    """
+    events = trace.events
+    groups, key_chunks, offset = [], [], 0
+    for chunk in _chunks(events.column("node_name")):
+        info = _NameInfo(chunk)
+        has = _filtered_match(info.norm, "tower_", _TOWER_RE) | _filtered_match(
+            info.norm, "replica_", _TOWER_RE)
+        tower = pa.nulls(len(info.norm), pa.string())
+        if has.any():
+            idx = np.flatnonzero(has)
+            match = pc.extract_regex(info.norm.take(pa.array(idx)), _TOWER_RE)
+            tower = _scatter(tower, idx, match.field("t"))
+        enc = pc.dictionary_encode(tower)
+        codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = info.gather(codes, -1)
+        rows = np.where(rows >= 0, rows + offset, -1)
+        groups.append(rows)
+        key_chunks.append(enc.dictionary.cast(pa.string()))
+        offset += len(enc.dictionary)
+    empty = pa.table({"tower": pa.array([], pa.string()), "n_events": pa.array([], pa.int64()),
+                      "busy_ns": pa.array([], pa.int64()), "bytes": pa.array([], pa.int64())})
+    if not groups or offset == 0:
+        return empty
+    keys = pa.concat_arrays(key_chunks)
+    group = np.concatenate(groups)
+    keep = group >= 0
+    enc = pc.dictionary_encode(keys)
+    remap = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    group = np.where(keep, remap[np.maximum(group, 0)], 0)
+    table = _group_table("tower", enc.dictionary, group, keep, trace, events, with_total=False)
+    names = table.column("tower").to_pylist()
+    order = sorted(range(len(names)), key=lambda i: (names[i].rsplit("_", 1)[0],
+                                                     int(names[i].rsplit("_", 1)[1])))
+    return table.take(pa.array(order, pa.int64()))
+
+
+# -- shape listing -------------------------------------------------------------------------------
+_LABEL_RE = re.compile(r"^(?P<name>.*?) = (?P<op>[^(]*)\((?P<args>.*)\)$", re.DOTALL)
+_DEVICE_RE = re.compile(r"(?:^|/)(?:device:)?(?P<type>[A-Za-z_]+):(?P<ordinal>\d+)(?=/|$)")
+_BYTES_RE = re.compile(r"(\d+) bytes")
+_RECV_RE = re.compile(r"^(.*)/_\d+$")
+
+
+def _device_type_ordinal(device: str) -> tuple[str, int]:
+    found = None
+    for m in _DEVICE_RE.finditer(device):
+        if m.group("type").lower() not in ("job", "replica", "task", "stream"):
+            found = m
+    if found is None:
+        return "UNKNOWN", -1
+    return found.group("type").upper(), int(found.group("ordinal"))
+
+
+def _parse_inputs(label: str | None) -> list[str] | None:
+    if not label:
+        return None
+    m = _LABEL_RE.match(label)
+    if m is None:
+        return None
+    args = m.group("args").strip()
+    return [a.strip() for a in args.split(",") if a.strip()] if args else []
+
+
+def shape_listing(trace) -> str:
+    """Per-node shape listing in the line format of seed 002 (see ``docs/names.md``).
+
+    One line per executor record: ``name, <input>..., <output>, <device type>, <ordinal>``. Each
+    data input ``x`` / ``x:k`` of the record's label is the shape of output slot ``k`` of the
+    latest record of ``x`` that started no later than this one (``(?)`` when the trace has none);
+    control inputs are ``^x``; a node without inputs has the single input field ``(1)``, as in
+    seed 002. The output is the lowest-slot tensor the record produced, ``(no output)`` if none.
+    GPU stream and copy records (non-executor blocks, duplicates across ``stream:N``,
+    ``stream:all`` and ``memcpy`` dropped) follow as ``name:Op, (no input), (no output)`` and, for
+    copies, ``(output N bytes)``. Lines are sorted by name (then file order).
+    """
+    from .listing import format_shape
+
+    events = trace.events
+    devices = trace.devices
+    kinds = dict(zip(devices.column("device_index").to_pylist(), devices.column("kind").to_pylist()))
+    ev = events.select(["event_id", "device_index", "device", "node_name", "op", "timeline_label",
+                        "start_ns", "end_ns"]).to_pydict()
+    tensors = trace.tensors.select(["event_id", "slot", "dtype", "shape", "unknown_rank"]).to_pydict()
+
+    outputs: dict[int, dict[int, str]] = {}
+    for eid, slot, dtype, shape, unknown in zip(tensors["event_id"], tensors["slot"],
+                                                tensors["dtype"], tensors["shape"],
+                                                tensors["unknown_rank"]):
+        outputs.setdefault(eid, {}).setdefault(slot, format_shape(dtype, shape, unknown))
+
+    n = len(ev["event_id"])
+    executor = [kinds.get(ev["device_index"][i]) == "executor" for i in range(n)]
+    producers: dict[str, tuple[list[int], list[int]]] = {}
+    for i in sorted((i for i in range(n) if executor[i]), key=lambda i: (ev["start_ns"][i], i)):
+        starts, ids = producers.setdefault(ev["node_name"][i], ([], []))
+        starts.append(ev["start_ns"][i])
+        ids.append(ev["event_id"][i])
+
+    def producer_outputs(name: str, at: int) -> dict[int, str] | None:
+        found = producers.get(name)
+        if found is None:
+            return None
+        starts, ids = found
+        k = bisect.bisect_right(starts, at) - 1
+        return outputs.get(ids[max(k, 0)], {})
+
+    def producer_shape(name: str, slot: int, at: int) -> str:
+        outs = producer_outputs(name, at)
+        if outs is None:
+            # ``x/_N`` is the receiving end of a partitioned edge from ``x``: when the trace has
+            # no record of it, it carries x's tensor (known only when x has a single output).
+            recv = _RECV_RE.match(name)
+            if recv is not None:
+                outs = producer_outputs(recv.group(1), at)
+                if outs is not None and len(outs) == 1 and slot == 0:
+                    return next(iter(outs.values()))
+            return "(?)"
+        return outs.get(slot, "(?)")
+
+    lines: list[tuple[str, int, str]] = []
+    seen: set[tuple] = set()
+    for i in range(n):
+        name = ev["node_name"][i] or ""
+        dev_type, ordinal = _device_type_ordinal(ev["device"][i] or "")
+        tail = f"{dev_type}, {ordinal}"
+        if executor[i]:
+            inputs = _parse_inputs(ev["timeline_label"][i]) or []
+            fields = []
+            for inp in inputs:
+                if inp.startswith("^"):
+                    fields.append(inp)
+                    continue
+                src, _, slot = inp.partition(":")
+                fields.append(producer_shape(src, int(slot) if slot.isdigit() else 0,
+                                             ev["start_ns"][i]))
+            if not fields:
+                fields = ["(1)"]
+            outs = outputs.get(ev["event_id"][i])
+            out = outs[min(outs)] if outs else "(no output)"
+            lines.append((name, i, ", ".join([name, *fields, out, tail])))
+            continue
+        key = (name, ev["start_ns"][i], ev["end_ns"][i], dev_type, ordinal)
+        if key in seen:
+            continue
+        seen.add(key)
+        op = ev["op"][i] or ""
+        out = "(no output)"
+        if op.startswith("MEMCPY"):
+            m = _BYTES_RE.search(ev["timeline_label"][i] or "")
+            if m:
+                out = f"(output {m.group(1)} bytes)"
+        lines.append((name, i, f"{name}, (no input), {out}, {tail}"))
+    lines.sort(key=lambda x: (x[0], x[1]))
+    return "".join(line + "\n" for _, _, line in lines)
