@@ -1,51 +1,514 @@
-"""The tracecore command line."""
+"""The tracecore command line (``tracecore`` or ``python -m tracecore``).
+
+    tracecore info FILE|--sample              what is in a trace
+    tracecore top FILE [--by op|node|device] [-n 20]
+    tracecore memory FILE [--allocator A] [--plot out.png]
+    tracecore occupancy FILE [--bin-us N] [--plot out.png]
+    tracecore export FILE --parquet DIR | --chrome OUT.json[.gz]
+    tracecore bench FILE
+
+Every command takes ``--cache`` (open through the persisted index). Errors are one line on
+stderr and a non-zero exit code: 2 for an invalid trace or bad arguments, 1 otherwise.
+Set ``TRACECORE_DEBUG=1`` to get the traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import builtins  # builtins.open: ``open`` here is tracecore.open
+import gc
+import os
 import sys
+import time
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import pyarrow.compute as pc
 
 from . import __version__
-from .trace import Trace, open, sample_path
 from ._core import TraceFormatError
+from .trace import Trace, open, sample_path
+
+_MB = 1e6
+
+
+class UsageError(Exception):
+    """A command line that cannot be run (exit code 2)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
 
 
 def _open(args: argparse.Namespace) -> Trace:
     if getattr(args, "sample", False):
-        return open(sample_path())
-    if not args.file:
-        raise SystemExit("tracecore: error: give a trace FILE or --sample")
-    return open(args.file, format=args.format, threads=args.threads)
+        if args.file:
+            raise UsageError("give a trace FILE or --sample, not both")
+        path: Any = sample_path()
+    elif args.file:
+        path = args.file
+    else:
+        raise UsageError("give a trace FILE or --sample")
+    return open(path, format=args.format, threads=args.threads, cache=args.cache, progress=True)
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f}"
+
+
+def _mb(n_bytes: float) -> str:
+    return f"{n_bytes / _MB:.2f}"
+
+
+def _size(n_bytes: float) -> str:
+    """A byte count for people: 136 B, 3.2 kB, 66.36 MB, 1.20 GB."""
+    n = abs(n_bytes)
+    if n < 1e3:
+        return f"{n_bytes:.0f} B"
+    if n < 1e6:
+        return f"{n_bytes / 1e3:.1f} kB"
+    if n < 1e9:
+        return f"{n_bytes / 1e6:.2f} MB"
+    return f"{n_bytes / 1e9:.2f} GB"
+
+
+def _short(name: str, width: int) -> str:
+    return name if len(name) <= width else "..." + name[-(width - 3) :]
+
+
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1) -> None:
+    """Prints ``rows`` under ``headers``, the first ``left`` columns left-aligned, others right."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+
+    def fmt(row: Sequence[str]) -> str:
+        parts = [
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        return "  " + "  ".join(parts).rstrip()
+
+    print(fmt(headers))
+    for row in cells:
+        print(fmt(row))
+
+
+def _t0(trace: Trace) -> int:
+    from .plots import trace_start_ns
+
+    return trace_start_ns(trace)
+
+
+def device_summary(trace: Trace) -> list[dict[str, Any]]:
+    """Per device (its blocks merged; a device repeats once per step in multi-step dumps):
+    kind, blocks, events, busy_ns (summed over blocks), span_ns (first start to last end),
+    utilization (busy / span) and the largest max_concurrency of its blocks."""
+    occupancy = trace.occupancy()
+    events = trace.table("events")
+    rows: dict[str, dict[str, Any]] = {}
+    for r in occupancy.to_pylist():
+        row = rows.setdefault(
+            r["device"],
+            {
+                "device": r["device"],
+                "kind": r["kind"],
+                "blocks": 0,
+                "events": 0,
+                "busy_ns": 0,
+                "max_concurrency": 0,
+            },
+        )
+        row["blocks"] += 1
+        row["events"] += r["n_events"]
+        row["busy_ns"] += r["busy_ns"]
+        row["max_concurrency"] = max(row["max_concurrency"], r["max_concurrency"])
+    if events.num_rows:
+        spans = events.group_by("device_index").aggregate([("start_ns", "min"), ("end_ns", "max")])
+        index_to_device = dict(
+            zip(occupancy["device_index"].to_pylist(), occupancy["device"].to_pylist())
+        )
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for index, start, end in zip(
+            spans["device_index"].to_pylist(),
+            spans["start_ns_min"].to_pylist(),
+            spans["end_ns_max"].to_pylist(),
+        ):
+            device = index_to_device[index]
+            first[device] = min(first.get(device, start), start)
+            last[device] = max(last.get(device, end), max(end, start))
+    for device, row in rows.items():
+        span = (last[device] - first[device]) if events.num_rows and device in first else 0
+        row["span_ns"] = span
+        row["utilization"] = row["busy_ns"] / span if span > 0 else 0.0
+    return list(rows.values())
+
+
+def _peaks(trace: Trace) -> tuple[Any, Any, list[str]]:
+    """Both replays and the allocators that hold memory in at least one of them (tensors
+    without an allocator form a "" allocator that usually holds nothing)."""
+    records = trace.replay(source="records")
+    tensors = trace.replay(source="tensors")
+    allocators = [
+        a
+        for a in sorted(set(records.allocators) | set(tensors.allocators))
+        if any(a in r.allocators and r.peak(a)["peak_bytes"] > 0 for r in (records, tensors))
+    ]
+    return records, tensors, allocators
+
+
+def _print_peaks(trace: Trace, records: Any, tensors: Any, allocators: Sequence[str]) -> None:
+    t0 = _t0(trace)
+    rows = []
+    for name in allocators:
+        cells: list[Any] = [name or "(none)"]
+        for replay in (records, tensors):
+            if name in replay.allocators:
+                p = replay.peak(name)
+                at = _ms(p["peak_time_ns"] - t0) if p["peak_bytes"] else "-"
+                cells += [_size(p["peak_bytes"]), at, p["live_tensors"]]
+            else:
+                cells += ["-", "-", "-"]
+        rows.append(cells)
+    _print_table(
+        ["allocator", "records peak", "at ms", "live", "tensors peak", "at ms", "live"], rows
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
     t = _open(args)
     s = t.stats
-    mb = s["bytes"] / 1e6
-    secs = s["parse_seconds"]
+    mb = s["bytes"] / _MB
     print(f"file      {t.source}")
     print(f"kind      {t.kind} ({t.format}), {mb:.2f} MB")
+    secs = s["parse_seconds"]
+    rate = f"{mb / secs:.0f} MB/s, {s['events'] / secs:,.0f} events/s" if secs > 0 else "-"
     print(
         f"parsed    {s['events']} events, {s['tensors']} tensors, {s['alloc_records']} allocation "
-        f"records in {secs * 1e3:.1f} ms ({mb / secs if secs > 0 else float('inf'):.0f} MB/s)"
+        f"records in {secs * 1e3:.1f} ms ({rate})"
     )
-    if s["unknown_fields"]:
+    if s.get("loaded_from"):
+        print(f"loaded    from {s['loaded_from']} in {s['load_seconds'] * 1e3:.1f} ms")
+    if s.get("unknown_fields"):
         print(f"skipped   {s['unknown_fields']} unknown fields")
+    events = t.table("events")
+    if events.num_rows:
+        span = int(pc.max(events["end_ns"]).as_py()) - _t0(t)
+        print(f"span      {_ms(span)} ms")
     print()
-    print("devices")
-    for row in t.devices.to_pylist():
-        print(f"  [{row['device_index']}] {row['device']:<50} {row['kind']:<10} {row['n_events']:>8} events")
-    allocs = t.alloc_records
-    if allocs.num_rows:
+    devices = device_summary(t)
+    print(f"devices ({t.devices.num_rows} blocks)")
+    _print_table(
+        ["device", "kind", "blocks", "events", "busy ms", "util %", "max conc"],
+        [
+            [
+                _short(d["device"], 56),
+                d["kind"],
+                d["blocks"],
+                d["events"],
+                _ms(d["busy_ns"]),
+                f"{d['utilization'] * 100:.1f}",
+                d["max_concurrency"],
+            ]
+            for d in devices
+        ],
+        left=2,
+    )
+    records, tensors, allocators = _peaks(t)
+    if allocators:
         print()
-        print("allocators (allocation records)")
-        for name in sorted(set(pc.unique(allocs["allocator"].dictionary_decode()).to_pylist())):
-            n = pc.sum(pc.equal(allocs["allocator"].dictionary_decode(), name)).as_py()
-            print(f"  {name:<20} {n:>8} records")
+        print("allocators (peak memory: allocation-record replay / timeline.py tensor model)")
+        _print_peaks(t, records, tensors, allocators)
     return 0
+
+
+_BY = {"op": "op", "node": "node_name", "device": "device"}
+
+
+def _cmd_top(args: argparse.Namespace) -> int:
+    t = _open(args)
+    stats = t.op_stats(by=_BY[args.by])
+    total = stats.num_rows
+    rows = stats.slice(0, args.n).to_pylist()
+    print(f"top {len(rows)} of {total} by {args.by} (sorted by total time)")
+    _print_table(
+        [
+            args.by,
+            "events",
+            "total ms",
+            "mean us",
+            "max us",
+            "busy ms",
+            "share %",
+            "executor ms",
+            "stream ms",
+        ],
+        [
+            [
+                _short(r["key"], args.width),
+                r["n_events"],
+                _ms(r["total_ns"]),
+                f"{r['mean_ns'] / 1e3:.1f}",
+                f"{r['max_ns'] / 1e3:.1f}",
+                _ms(r["busy_ns"]),
+                f"{r['share'] * 100:.1f}",
+                _ms(r["executor_ns"]),
+                _ms(r["stream_ns"]),
+            ]
+            for r in rows
+        ],
+    )
+    return 0
+
+
+def _cmd_memory(args: argparse.Namespace) -> int:
+    t = _open(args)
+    records, tensors, allocators = _peaks(t)
+    known = sorted(set(records.allocators) | set(tensors.allocators))
+    if args.allocator is not None and args.allocator not in known:
+        names = ", ".join(repr(a) for a in known) or "none"
+        raise UsageError(f"no allocator {args.allocator!r}; allocators: {names}")
+    if not allocators and args.allocator is None:
+        print("no memory held (no allocation records and no output tensors with bytes)")
+        return 0
+    shown = [args.allocator] if args.allocator is not None else allocators
+    print("peak memory per allocator (allocation-record replay / timeline.py tensor model)")
+    _print_peaks(t, records, tensors, shown)
+    # What is live at the peak: the allocator asked for, else the one with the largest peak.
+    focus = (
+        args.allocator
+        if args.allocator is not None
+        else max(
+            (a for a in allocators if a in tensors.allocators),
+            key=lambda a: tensors.peak(a)["peak_bytes"],
+            default=None,
+        )
+    )
+    if focus is not None and focus in tensors.allocators:
+        live = tensors.live_at_peak(focus)
+        print()
+        requested = pc.sum(live["requested_bytes"]).as_py() or 0
+        print(
+            f"live at the {focus or '(none)'} peak (tensor model): {live.num_rows} tensors, "
+            f"{_size(requested)} requested; largest {min(args.n, live.num_rows)}:"
+        )
+        if live.num_rows:
+            order = pc.sort_indices(
+                live, sort_keys=[("requested_bytes", "descending"), ("tensor_name", "ascending")]
+            )
+            top = live.take(order[: args.n]).to_pylist()
+            _print_table(
+                ["tensor", "dtype", "shape", "requested"],
+                [
+                    [
+                        _short(r["tensor_name"], 64),
+                        r["dtype"],
+                        _shape(r["shape"]),
+                        _size(r["requested_bytes"]),
+                    ]
+                    for r in top
+                ],
+                left=3,
+            )
+    if focus is not None and focus in records.allocators:
+        live = records.live_at_peak(focus)
+        held = (pc.sum(live["bytes"]).as_py() or 0) if live.num_rows else 0
+        print()
+        print(
+            f"allocation records up to the {focus or '(none)'} record peak: {live.num_rows} "
+            f"positive records, {_size(held)} allocated"
+        )
+    if args.plot:
+        from .plots import plot_memory
+
+        out = plot_memory(t, args.plot, allocator=args.allocator)
+        print(f"\nwrote {out}")
+    return 0
+
+
+def _shape(dims: list[int] | None) -> str:
+    if dims is None:
+        return "?"
+    return "x".join(map(str, dims)) or "()"
+
+
+_RAMP = " .:-=+*#%@"
+
+
+def _strip(fractions: np.ndarray) -> str:
+    idx = np.minimum((fractions * (len(_RAMP) - 1) + 0.5).astype(int), len(_RAMP) - 1)
+    idx[(fractions > 0) & (idx == 0)] = 1  # any busy time shows
+    return "".join(_RAMP[i] for i in idx)
+
+
+def _cmd_occupancy(args: argparse.Namespace) -> int:
+    t = _open(args)
+    devices = device_summary(t)
+    print(
+        f"busy time per device ({t.devices.num_rows} blocks; busy summed over each device's "
+        f"blocks, utilization = busy / span)"
+    )
+    _print_table(
+        ["device", "kind", "blocks", "events", "busy ms", "span ms", "util %", "max conc"],
+        [
+            [
+                _short(d["device"], 56),
+                d["kind"],
+                d["blocks"],
+                d["events"],
+                _ms(d["busy_ns"]),
+                _ms(d["span_ns"]),
+                f"{d['utilization'] * 100:.1f}",
+                d["max_concurrency"],
+            ]
+            for d in devices
+        ],
+        left=2,
+    )
+    if args.bin_us is not None:
+        from .plots import device_bins
+
+        names, grid, _ = device_bins(t, args.bin_us * 1000)
+        n_bins = grid.shape[1] if grid.size else 0
+        shown = min(n_bins, args.max_bins)
+        print()
+        print(
+            f"utilization timeline, {args.bin_us} us bins ({n_bins} bins"
+            + (f", first {shown} shown" if shown < n_bins else "")
+            + f"; scale '{_RAMP}' = 0..100%)"
+        )
+        width = max((len(_short(n, 56)) for n in names), default=0)
+        for name, row in zip(names, grid):
+            print(f"  {_short(name, 56).ljust(width)}  |{_strip(row[:shown])}|")
+    if args.plot:
+        from .plots import plot_occupancy
+
+        out = plot_occupancy(
+            t, args.plot, bin_ns=None if args.bin_us is None else args.bin_us * 1000
+        )
+        print(f"\nwrote {out}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    t = _open(args)
+    start = time.perf_counter()
+    if args.parquet:
+        out = t.to_parquet(args.parquet, compression=args.compression)
+        files = sorted(out.glob("*.parquet"))
+        size = sum(f.stat().st_size for f in files)
+        print(
+            f"wrote {len(files)} Parquet files + tracecore.json to {out} ({_mb(size)} MB, "
+            f"{time.perf_counter() - start:.2f} s)"
+        )
+    else:
+        out = t.to_chrome_trace(args.chrome, show_memory=not args.no_memory)
+        print(
+            f"wrote Chrome trace {out} ({len(t)} events, {_mb(out.stat().st_size)} MB, "
+            f"{time.perf_counter() - start:.2f} s); open it in https://ui.perfetto.dev"
+        )
+    return 0
+
+
+def _rss_kib(field: str) -> int | None:
+    """``VmRSS`` (now) or ``VmHWM`` (peak) of this process, in KiB (None where unknown)."""
+    try:
+        with builtins.open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    if field == "VmHWM":
+        try:
+            import resource
+
+            return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
+        except (ImportError, OSError):  # pragma: no cover - not POSIX
+            return None
+    return None
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    """Parse throughput in this process: best and median wall time of ``open()`` over
+    ``--repeat`` runs per thread count, the file read once first so the page cache is warm."""
+    if args.sample and args.file:
+        raise UsageError("give a trace FILE or --sample, not both")
+    if not (args.sample or args.file):
+        raise UsageError("give a trace FILE or --sample")
+    path = str(sample_path()) if args.sample else args.file
+    file_size = os.stat(path).st_size
+    with builtins.open(path, "rb") as f:  # warm the page cache: measure parsing, not the disk
+        while f.read(1 << 24):
+            pass
+    rss_before = _rss_kib("VmRSS")
+    rows = []
+    parsed_bytes = file_size
+    thread_counts = [args.threads] if args.threads is not None else [1, 0]
+    for threads in thread_counts:
+        times = []
+        n_events = 0
+        used = threads
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            trace = open(path, format=args.format, threads=threads)
+            times.append(time.perf_counter() - start)
+            n_events = len(trace)
+            stats = trace.stats
+            parsed_bytes = stats["bytes"]  # decompressed size for .gz input
+            used = stats.get("threads", threads)
+            del trace, stats
+            gc.collect()
+        best = min(times)
+        label = f"threads={threads}" + (f" (used {used})" if threads == 0 else "")
+        rows.append(
+            [
+                label,
+                f"{best * 1e3:.1f}",
+                f"{float(np.median(times)) * 1e3:.1f}",
+                f"{parsed_bytes / _MB / best:.0f}",
+                f"{n_events / best:,.0f}",
+            ]
+        )
+    gz = f", {_mb(parsed_bytes)} MB decompressed" if parsed_bytes != file_size else ""
+    print(f"file      {path}")
+    print(f"size      {_mb(file_size)} MB{gz}; {n_events} events; best of {args.repeat} runs")
+    _print_table(["open()", "best ms", "median ms", "MB/s", "events/s"], rows)
+    peak = _rss_kib("VmHWM")
+    if peak is not None:
+        before = f" (RSS before the first parse: {rss_before / 1024:.0f} MiB)" if rss_before else ""
+        print(f"peak RSS  {peak / 1024:.0f} MiB{before}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Parser and entry point
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,33 +516,123 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tracecore", description="Index and query TensorFlow execution traces."
     )
     parser.add_argument("--version", action="version", version=f"tracecore {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add_input(p: argparse.ArgumentParser) -> None:
+    def add_input(p: argparse.ArgumentParser, *, cache: bool = True) -> None:
         p.add_argument("file", nargs="?", help="a StepStats / RunMetadata dump (.pbtxt, .pb, .gz)")
         p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
         p.add_argument("--format", choices=("auto", "text", "binary"), default="auto")
-        p.add_argument("--threads", type=int, default=0, help="parser threads (0 = all cores)")
+        p.add_argument(
+            "--threads", type=_non_negative_int, default=0, help="parser threads (0 = all cores)"
+        )
+        if cache:
+            p.add_argument(
+                "--cache",
+                action="store_true",
+                help="open through the persisted index (TRACECORE_CACHE_DIR)",
+            )
 
-    info = sub.add_parser("info", help="what is in a trace: devices, events, allocators")
-    add_input(info)
-    info.set_defaults(func=_cmd_info)
+    p = sub.add_parser("info", help="what is in a trace: devices, busy time, allocators, peaks")
+    add_input(p)
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("top", help="time per op, node or device")
+    add_input(p)
+    p.add_argument("--by", choices=tuple(_BY), default="op")
+    p.add_argument("-n", type=_positive_int, default=20, help="rows to show (default 20)")
+    p.add_argument("--width", type=_positive_int, default=60, help="key column width")
+    p.set_defaults(func=_cmd_top)
+
+    p = sub.add_parser("memory", help="peak memory per allocator and what is live at the peak")
+    add_input(p)
+    p.add_argument("--allocator", help="only this allocator")
+    p.add_argument("-n", type=_positive_int, default=10, help="live tensors to list (default 10)")
+    p.add_argument("--plot", metavar="OUT.png", help="draw the memory timeline per allocator")
+    p.set_defaults(func=_cmd_memory)
+
+    p = sub.add_parser("occupancy", help="busy time per device, utilization timeline")
+    add_input(p)
+    p.add_argument(
+        "--bin-us",
+        type=_positive_int,
+        metavar="N",
+        help="also print a utilization timeline with N-microsecond bins",
+    )
+    p.add_argument(
+        "--max-bins",
+        type=_positive_int,
+        default=100,
+        help="bins shown per timeline row (default 100)",
+    )
+    p.add_argument("--plot", metavar="OUT.png", help="draw the utilization timeline per device")
+    p.set_defaults(func=_cmd_occupancy)
+
+    p = sub.add_parser("export", help="write Parquet files or a Chrome trace (Perfetto)")
+    add_input(p)
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        "--parquet", metavar="DIR", help="one Parquet file per table + tracecore.json"
+    )
+    target.add_argument("--chrome", metavar="OUT.json[.gz]", help="Chrome trace-event JSON")
+    p.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")
+    p.add_argument("--no-memory", action="store_true", help="Chrome trace without memory counters")
+    p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("bench", help="parse throughput (MB/s, events/s) and peak RSS")
+    p.add_argument("file", nargs="?", help="a StepStats / RunMetadata dump")
+    p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
+    p.add_argument("--format", choices=("auto", "text", "binary"), default="auto")
+    p.add_argument(
+        "--threads",
+        type=_non_negative_int,
+        default=None,
+        help="only this thread count (default: 1 and all cores)",
+    )
+    p.add_argument("--repeat", type=_positive_int, default=3, help="runs per row (default 3)")
+    p.set_defaults(func=_cmd_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if os.environ.get("TRACECORE_DEBUG"):
+        return int(args.func(args))
+    from .export import SourceUnavailableError
+
     try:
         return int(args.func(args))
+    except UsageError as e:
+        print(f"tracecore {args.command}: error: {e}", file=sys.stderr)
+        return 2
     except TraceFormatError as e:
         print(f"tracecore: invalid trace: {e}", file=sys.stderr)
         return 2
-    except OSError as e:
+    except BrokenPipeError:  # e.g. piped into head
+        # Python flushes stdout at exit and would complain again: point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except (OSError, SourceUnavailableError) as e:
         print(f"tracecore: {e}", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # pragma: no cover - e.g. piped into head
-        return 0
+    except ImportError as e:
+        print(f"tracecore: {e}", file=sys.stderr)
+        return 1
+    except (KeyError, ValueError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"tracecore {args.command}: error: {message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("tracecore: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the CLI promises one line, not a traceback
+        print(
+            f"tracecore: internal error: {type(e).__name__}: {e} "
+            f"(TRACECORE_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":

@@ -86,17 +86,26 @@ def open(
 
 
 def _open_parsed(path_str: str, *, format: str, threads: int, progress: bool) -> Trace:
-    """Parses ``path_str`` (no cache)."""
+    """Parses ``path_str`` (no cache). With ``progress``, opens that take over a second show
+    a line on stderr with the size, the elapsed time and the throughput (see :mod:`.progress`)."""
+    from .progress import Progress
+
     with builtins.open(path_str, "rb") as f:
         magic = f.read(2)
+        st = os.fstat(f.fileno())
+    label = f"parsing {os.path.basename(path_str)}"
     try:
-        if magic == _GZIP_MAGIC:
-            core = _core.open_bytes(_read_gzip(path_str), format, threads)
-        else:
-            core = _core.open_file(path_str, format, threads)
+        with Progress(label, st.st_size, enabled=progress):
+            if magic == _GZIP_MAGIC:
+                core = _core.open_bytes(_read_gzip(path_str), format, threads)
+            else:
+                core = _core.open_file(path_str, format, threads)
     except TraceFormatError as e:
         raise _reraise_with_path(e, path_str) from None
-    return Trace(core, path_str)
+    # The identity of the parsed file (taken before parsing): exports record it so that a
+    # reopened copy re-parses the source for queries only if it is still the same file.
+    source = {"source": os.path.abspath(path_str), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return Trace(core, path_str, meta=source)
 
 
 class Trace:
@@ -118,9 +127,52 @@ class Trace:
         """The table called ``name`` (one of :attr:`table_names`)."""
         cached = self._tables.get(name)
         if cached is None:
-            cached = table_from_capsules(self._core.export_table(name))
+            if name not in _core.TABLE_NAMES:
+                raise KeyError(f"no table {name!r}; tables: {list(_core.TABLE_NAMES)}")
+            cached = table_from_capsules(self._ensure_core().export_table(name))
             self._tables[name] = cached
         return cached
+
+    def _ensure_core(self) -> _core.Trace:
+        """The native core, re-parsed from the source file when this Trace was read back from
+        a cache or a Parquet directory (tables only; the queries need the core).
+
+        The source is re-parsed only if it still has the size and mtime recorded when the
+        tables were written, so a query never mixes the stored tables with a changed file.
+
+        Raises:
+            tracecore.export.SourceUnavailableError: the source is gone or has changed.
+        """
+        if self._core is not None:
+            return self._core
+        from .export import SourceUnavailableError
+
+        meta = self._meta
+        source = meta.get("source") or self._source
+        what = "this trace was read back from stored tables"
+        if not source:
+            raise SourceUnavailableError(f"{what} without a source path; queries need the source")
+        try:
+            st = os.stat(source)
+        except OSError:
+            raise SourceUnavailableError(
+                f"{what}; queries re-parse the source {source!r}, which is no longer there"
+            ) from None
+        if st.st_size != meta.get("size") or st.st_mtime_ns != meta.get("mtime_ns"):
+            raise SourceUnavailableError(
+                f"{what}; queries re-parse the source {source!r}, which has changed since "
+                f"(size/mtime differ): open the file again"
+            )
+        parsed = _open_parsed(
+            source, format=meta.get("format", "auto"), threads=0, progress=False
+        )
+        expected = meta.get("counts", {}).get("events")
+        if expected is not None and len(parsed) != expected:
+            raise SourceUnavailableError(
+                f"{what}; re-parsing {source!r} gave {len(parsed)} events, not {expected}"
+            )
+        self._core = parsed._core
+        return self._core
 
     @property
     def table_names(self) -> list[str]:
@@ -293,12 +345,12 @@ class Trace:
     @property
     def kind(self) -> str:
         """"StepStats" or "RunMetadata"."""
-        return self._core.kind
+        return self._core.kind if self._core is not None else self._meta["kind"]
 
     @property
     def format(self) -> str:
         """"text" or "binary"."""
-        return self._core.format
+        return self._core.format if self._core is not None else self._meta["format"]
 
     @property
     def source(self) -> str | None:
@@ -306,17 +358,29 @@ class Trace:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Input size, parse time, row counts and the number of unknown fields skipped."""
-        return dict(self._core.stats())
+        """Input size, parse time, row counts and the number of unknown fields skipped.
+
+        For a trace read back from a cache or Parquet directory these are the figures of the
+        original parse, plus ``loaded_from`` ("cache" or "parquet") and ``load_seconds``."""
+        if self._core is not None and "loaded_from" not in self._meta:
+            return dict(self._core.stats())
+        stats = dict(self._meta.get("stats", {}))
+        for key in ("loaded_from", "load_seconds"):
+            if key in self._meta:
+                stats[key] = self._meta[key]
+        return stats
 
     def __len__(self) -> int:
-        return int(self._core.num_events)
+        if self._core is not None:
+            return int(self._core.num_events)
+        return int(self._meta["counts"]["events"])
 
     def __repr__(self) -> str:
         s = self.stats
         mb = s["bytes"] / 1e6
+        origin = f", from {s['loaded_from']}" if "loaded_from" in s else ""
         return (
-            f"<tracecore.Trace {self.kind} ({self.format}, {mb:.1f} MB) from {self._source!r}: "
-            f"{s['events']} events on {s['devices']} device blocks, {s['tensors']} tensors, "
-            f"{s['alloc_records']} allocation records>"
+            f"<tracecore.Trace {self.kind} ({self.format}, {mb:.1f} MB{origin}) from "
+            f"{self._source!r}: {s['events']} events on {s['devices']} device blocks, "
+            f"{s['tensors']} tensors, {s['alloc_records']} allocation records>"
         )

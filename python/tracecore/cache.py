@@ -1,0 +1,199 @@
+"""The persisted index behind ``tracecore.open(path, cache=True)``.
+
+Each parsed file gets one cache entry, a directory under :func:`cache_dir`::
+
+    <sha256(abs path)[:16]>-<key[:32]>/
+        manifest.json          key, source identity, kind, format, row counts, file sizes,
+                               stats, and a sha256 of all of that ("checksum")
+        events.arrow ...       one Arrow IPC file per table
+
+``key`` = sha256 of (absolute path, size, mtime_ns, tracecore version). An open with
+``cache=True`` looks the key up; a hit memory-maps the IPC files (no parse, no copy). A changed
+file (size or mtime) has a different key and is parsed again; the entry it replaces, found by
+the path prefix, is removed.
+
+The cache never serves stale or corrupt data: a hit needs the manifest to parse, carry its own
+checksum, name the same key, source, size, mtime and version, and list files of exactly the
+recorded sizes whose IPC footers and schemas read back with the recorded row counts. Anything
+else (or any exception on the way) removes the entry and parses the file. Entries are written
+into a temporary directory that is renamed into place once complete, so a crash or a concurrent
+reader never sees half an entry. The cache is best effort: if it cannot be written the trace is
+still returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from . import _core
+from .export import StoredTrace, compact_dictionaries, trace_meta
+from .trace import Trace, _open_parsed
+
+MANIFEST = "manifest.json"
+CACHE_LAYOUT_VERSION = 1
+
+
+def cache_dir() -> Path:
+    """``$TRACECORE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tracecore``, else ``~/.cache/tracecore``."""
+    explicit = os.environ.get("TRACECORE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "tracecore"
+
+
+def cache_key(abs_path: str, size: int, mtime_ns: int) -> str:
+    """The key of a file's entry: sha256 of its absolute path, size, mtime and the tracecore
+    version (a new version never reads an older version's tables)."""
+    from . import __version__
+
+    ident = json.dumps([CACHE_LAYOUT_VERSION, abs_path, size, mtime_ns, __version__])
+    return hashlib.sha256(ident.encode("utf-8")).hexdigest()
+
+
+def _path_prefix(abs_path: str) -> str:
+    return hashlib.sha256(abs_path.encode("utf-8")).hexdigest()[:16]
+
+
+def entry_dir(path: str | os.PathLike[str]) -> Path:
+    """Where the cache entry of ``path`` as it is now lives (whether or not it exists)."""
+    abs_path = os.path.abspath(os.fspath(path))
+    st = os.stat(abs_path)
+    key = cache_key(abs_path, st.st_size, st.st_mtime_ns)
+    return cache_dir() / f"{_path_prefix(abs_path)}-{key[:32]}"
+
+
+def clear() -> int:
+    """Removes every cache entry; returns how many were removed."""
+    root = cache_dir()
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for child in root.iterdir():
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _checksum(manifest: dict[str, Any]) -> str:
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def open_cached(
+    path: str, *, format: str = "auto", threads: int = 0, progress: bool = False
+) -> Trace:
+    """Opens ``path`` from its cache entry if there is a valid one, else parses it and writes
+    the entry. ``format`` other than "auto" must match the cached format to count as a hit."""
+    start = time.perf_counter()
+    abs_path = os.path.abspath(path)
+    st = os.stat(abs_path)
+    key = cache_key(abs_path, st.st_size, st.st_mtime_ns)
+    root = cache_dir()
+    entry = root / f"{_path_prefix(abs_path)}-{key[:32]}"
+    if entry.is_dir():
+        try:
+            trace = _load(entry, key, abs_path, st, format)
+        except Exception:  # noqa: BLE001 - whatever is wrong with an entry, parse instead
+            # Corrupt, truncated, foreign or half-deleted: never serve it; parse instead.
+            trace = None
+            shutil.rmtree(entry, ignore_errors=True)
+        if trace is not None:
+            trace._source = path  # as given, like a parsed trace's source
+            trace._meta["load_seconds"] = time.perf_counter() - start
+            return trace
+
+    trace = _open_parsed(path, format=format, threads=threads, progress=progress)
+    # Cache only what was parsed from the file as stat'ed above (it may change meanwhile).
+    if trace._meta.get("size") == st.st_size and trace._meta.get("mtime_ns") == st.st_mtime_ns:
+        try:
+            _store(trace, root, entry, key)
+        except OSError:
+            pass  # best effort: a read-only or full cache directory still gives a parsed trace
+    return trace
+
+
+def _load(
+    entry: Path, key: str, abs_path: str, st: os.stat_result, format: str
+) -> StoredTrace | None:
+    """The trace of a valid entry; None for a valid entry of another format; raises otherwise."""
+    manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
+    if manifest.get("checksum") != _checksum(manifest):
+        raise ValueError("manifest checksum mismatch")
+    expected = {
+        "cache_layout_version": CACHE_LAYOUT_VERSION,
+        "key": key,
+        "source": abs_path,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+    }
+    for field, value in expected.items():
+        if manifest.get(field) != value:
+            raise ValueError(f"manifest {field} mismatch")
+    if format != "auto" and manifest["format"] != format:
+        return None
+    tables: dict[str, pa.Table] = {}
+    files = manifest["files"]
+    for name in _core.TABLE_NAMES:
+        info = files[name]
+        file_path = entry / info["file"]
+        if os.path.getsize(file_path) != info["bytes"]:
+            raise ValueError(f"{file_path.name}: size mismatch")
+        # Zero copy: the table's buffers point into the mapping, which outlives the file object.
+        with pa.memory_map(str(file_path), "r") as source:
+            table = pa.ipc.open_file(source).read_all()
+        if table.num_rows != info["rows"] or table.schema.to_string() != info["schema"]:
+            raise ValueError(f"{file_path.name}: rows or schema mismatch")
+        tables[name] = table
+    meta = {k: v for k, v in manifest.items() if k not in ("files", "checksum")}
+    meta["loaded_from"] = "cache"
+    meta["cache_entry"] = str(entry)
+    return StoredTrace(None, abs_path, tables=tables, meta=meta)
+
+
+def _store(trace: Trace, root: Path, entry: Path, key: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+    try:
+        files = {}
+        for name in trace.table_names:
+            table = compact_dictionaries(trace.table(name))
+            file_name = f"{name}.arrow"
+            with (
+                pa.OSFile(str(tmp / file_name), "wb") as sink,
+                pa.ipc.new_file(sink, table.schema) as writer,
+            ):
+                writer.write_table(table)
+            files[name] = {
+                "file": file_name,
+                "rows": table.num_rows,
+                "bytes": os.path.getsize(tmp / file_name),
+                "schema": table.schema.to_string(),
+            }
+        manifest = trace_meta(trace)
+        manifest.update(cache_layout_version=CACHE_LAYOUT_VERSION, key=key, files=files)
+        manifest["checksum"] = _checksum(manifest)
+        with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=1, sort_keys=True)
+        # Entries of older versions of the same file are stale from now on.
+        prefix = entry.name.split("-", 1)[0] + "-"
+        for old in root.iterdir():
+            if old.name.startswith(prefix) and old.name != entry.name:
+                shutil.rmtree(old, ignore_errors=True)
+        if entry.exists():
+            shutil.rmtree(entry, ignore_errors=True)
+        os.replace(tmp, entry)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

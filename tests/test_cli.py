@@ -1,0 +1,390 @@
+"""The command line on the seeds (exit codes and key lines), its errors (one line, no traceback),
+the plots it writes, and the progress line of long opens."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tracecore
+from tracecore import cli, plots
+from tracecore.progress import Progress
+
+HERE = Path(__file__).resolve().parent
+SEED0 = str(HERE / "data" / "seed000_stepstats.pbtxt")
+SEED1 = str(HERE / "data" / "seed001_runmetadata.pbtxt")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True)
+def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRACECORE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def line_with(text: str, *needles: str) -> str:
+    for line in text.splitlines():
+        if all(n in line for n in needles):
+            return line
+    raise AssertionError(f"no line with {needles!r} in:\n{text}")
+
+
+def columns(line: str) -> list[str]:
+    return line.split()
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
+
+
+def test_info_seed0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "info", SEED0)
+    assert code == 0 and err == ""
+    assert line_with(out, "kind").split(None, 1)[1] == "StepStats (text), 1.45 MB"
+    assert re.search(
+        r"parsed    2087 events, 987 tensors, 2128 allocation records in [\d.]+ ms "
+        r"\(\d+ MB/s, [\d,]+ events/s\)",
+        out,
+    )
+    assert "devices (7 blocks)" in out
+    assert columns(line_with(out, "/device:GPU:0/stream:all")) == [
+        "/device:GPU:0/stream:all",
+        "stream_all",
+        "1",
+        "729",
+        "7.485",
+        "63.8",
+        "1",
+    ]
+    assert columns(line_with(out, "/job:localhost/replica:0/task:0/device:GPU:0")) == [
+        "/job:localhost/replica:0/task:0/device:GPU:0",
+        "executor",
+        "1",
+        "556",
+        "10.711",
+        "82.4",
+        "8",
+    ]
+    # records peak, at ms, live; tensors peak, at ms, live (contract figures for seed 000).
+    # Trace start 1532145303703343 us; peaks at ...715104 us (records), ...715193 us (tensors).
+    assert columns(line_with(out, "GPU_0_bfc")) == [
+        "GPU_0_bfc",
+        "66.36",
+        "MB",
+        "11.761",
+        "112",
+        "77.22",
+        "MB",
+        "11.850",
+        "127",
+    ]
+    assert columns(line_with(out, "cuda_host_bfc"))[-1] == "41"
+    assert columns(line_with(out, "cpu_pool"))[-1] == "5"
+
+
+def test_info_sample_and_runmetadata(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "info", "--sample")
+    assert code == 0 and "sample_lstm_step.pbtxt.gz" in out and "2087 events" in out
+    code, out, _ = run(capsys, "info", SEED1)
+    assert code == 0
+    assert "RunMetadata (text)" in out and "292 events" in out
+    gpu = columns(line_with(out, "GPU_0_bfc"))
+    assert gpu[1:3] == ["829.91", "MB"] and gpu[5:7] == ["874.35", "MB"] and gpu[-1] == "50"
+
+
+def test_info_through_the_cache(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "t.pbtxt"
+    shutil.copy(SEED1, path)
+    assert run(capsys, "info", str(path), "--cache")[0] == 0
+    code, out, _ = run(capsys, "info", str(path), "--cache")
+    assert code == 0
+    assert re.search(r"loaded    from cache in [\d.]+ ms", out)
+    assert columns(line_with(out, "GPU_0_bfc"))[1:3] == ["829.91", "MB"]
+
+
+def test_top_by_op_node_device(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "top", SEED0, "-n", "3")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "top 3 of 43 by op (sorted by total time)"
+    assert columns(lines[1])[:3] == ["op", "events", "total"]
+    assert [columns(line)[0] for line in lines[2:]] == ["MatMul", "LSTMBlockCell", "StridedSlice"]
+    assert columns(lines[2]) == [
+        "MatMul",
+        "249",
+        "7.406",
+        "29.7",
+        "584.0",
+        "3.761",
+        "28.9",
+        "1.264",
+        "3.071",
+    ]
+    code, out, _ = run(capsys, "top", SEED0, "--by", "node", "-n", "1", "--width", "200")
+    assert code == 0
+    node = "Train/Model/sequence_loss/SparseSoftmaxCrossEntropyWithLogits/" + (
+        "SparseSoftmaxCrossEntropyWithLogits"
+    )
+    assert columns(out.splitlines()[2])[:3] == [node, "19", "2.083"]
+    code, out, _ = run(capsys, "top", SEED0, "--by", "device")
+    assert code == 0 and out.splitlines()[0] == "top 7 of 7 by device (sorted by total time)"
+    assert columns(out.splitlines()[2])[:3] == [
+        "/job:localhost/replica:0/task:0/device:GPU:0",
+        "556",
+        "13.494",
+    ]
+
+
+def test_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "memory", SEED0, "-n", "2")
+    assert code == 0
+    assert (
+        "live at the GPU_0_bfc peak (tensor model): 127 tensors, 77.22 MB requested; largest 2:"
+        in out
+    )
+    assert columns(line_with(out, "Model/softmax_w")) == [
+        "Model/softmax_w",
+        "DT_FLOAT",
+        "200x10000",
+        "8.00",
+        "MB",
+    ]
+    assert "allocation records up to the GPU_0_bfc record peak: 1019 positive records" in out
+    code, out, _ = run(capsys, "memory", SEED0, "--allocator", "cuda_host_bfc")
+    assert code == 0
+    assert "GPU_0_bfc" not in out
+    assert "live at the cuda_host_bfc peak (tensor model): 41 tensors, 19.72 MB requested" in out
+
+
+def test_occupancy_timeline(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "occupancy", SEED0, "--bin-us", "1000")
+    assert code == 0
+    assert columns(line_with(out, "/device:GPU:0/stream:13")) == [
+        "/device:GPU:0/stream:13",
+        "stream",
+        "1",
+        "739",
+        "7.495",
+        "11.740",
+        "63.8",
+        "1",
+    ]
+    assert "utilization timeline, 1000 us bins (14 bins;" in out
+    strip = line_with(out, "|", "/job:localhost/replica:0/task:0/device:GPU:0").split("|")[1]
+    assert len(strip) == 14 and strip.count(" ") == 0  # the GPU executor is busy in every bin
+    t = tracecore.open(SEED0)
+    _, grid, _ = plots.device_bins(t, 1_000_000)
+    bins = t.occupancy(bin_ns=1_000_000)
+    assert grid.shape == (7, 14)
+    assert grid.sum() == pytest.approx(sum(bins["busy_fraction"].to_pylist()))
+
+
+def test_export_parquet_and_chrome(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "export", SEED1, "--parquet", str(tmp_path / "pq"))
+    assert code == 0 and out.startswith(
+        f"wrote 9 Parquet files + tracecore.json to {tmp_path / 'pq'}"
+    )
+    assert len(tracecore.open(tmp_path / "pq")) == 292
+    code, out, _ = run(capsys, "export", SEED1, "--chrome", str(tmp_path / "t.json"), "--no-memory")
+    assert code == 0 and "292 events" in out
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert sum(e["ph"] == "X" for e in doc["traceEvents"]) == 292
+    assert not any(e["ph"] == "C" for e in doc["traceEvents"])
+
+
+def test_bench(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "bench", SEED1, "--repeat", "2")
+    assert code == 0
+    assert re.search(r"size      0\.33 MB; 292 events; best of 2 runs", out)
+    for threads in ("threads=1", "threads=0"):
+        row = columns(line_with(out, threads))
+        assert float(row[-3]) > 0 and float(row[-2]) > 0  # best ms, MB/s
+        assert int(row[-1].replace(",", "")) > 0  # events/s
+    assert re.search(r"peak RSS  \d+ MiB", out)
+
+
+# --------------------------------------------------------------------------------------------
+# Errors: one line on stderr, non-zero exit, no traceback
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["info", "/no/such/file.pbtxt"], 1, "tracecore: [Errno 2] No such file or directory"),
+        (["info"], 2, "tracecore info: error: give a trace FILE or --sample"),
+        (
+            ["memory", SEED0, "--allocator", "nope"],
+            2,
+            "tracecore memory: error: no allocator 'nope'",
+        ),
+        (["info", SEED0, "--format", "binary"], 2, "tracecore: invalid trace: "),
+    ],
+)
+def test_errors_are_one_line(capsys, argv, code, message) -> None:
+    got, _, err = run(capsys, *argv)
+    assert got == code
+    assert err.startswith(message) and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_invalid_trace_error_says_where(capsys, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pbtxt"
+    bad.write_text('dev_stats {\n  device: "x"\n  node_stats { all_start_micros: "nope" }\n}\n')
+    code, _, err = run(capsys, "info", str(bad))
+    assert code == 2
+    assert err.startswith(f"tracecore: invalid trace: {bad}") and re.search(
+        r"line 3, column \d+", err
+    )
+
+
+def test_console_script_and_module_entry_points(tmp_path: Path) -> None:
+    env = dict(os.environ, TRACECORE_CACHE_DIR=str(tmp_path / "cache"))
+    exe = shutil.which("tracecore")
+    commands = [[sys.executable, "-m", "tracecore"]] + ([[exe]] if exe else [])
+    for command in commands:
+        done = subprocess.run(
+            command + ["top", SEED0, "-n", "1"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[0] == "top 1 of 43 by op (sorted by total time)"
+        done = subprocess.run(
+            command + ["info", str(tmp_path / "missing.pb")],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert "missing.pb" in done.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Plots
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_memory_plot(capsys, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out_png = tmp_path / "memory.png"
+    code, out, _ = run(capsys, "memory", SEED0, "--plot", str(out_png))
+    assert code == 0 and f"wrote {out_png}" in out
+    # 8 in wide at 100 dpi; one 1.6 in panel per allocator holding memory (4 in seed 000).
+    assert png_size(out_png) == (800, 700)
+    assert out_png.stat().st_size > 20_000
+    from PIL import Image
+
+    with Image.open(out_png) as image:
+        assert image.size == (800, 700)
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
+        assert colours is not None and len(colours) > 20  # lines, text, not a blank canvas
+
+
+def test_occupancy_plot(capsys, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out_png = tmp_path / "occupancy.png"
+    code, out, _ = run(capsys, "occupancy", SEED0, "--bin-us", "200", "--plot", str(out_png))
+    assert code == 0 and f"wrote {out_png}" in out
+    width, height = png_size(out_png)
+    assert width == 900 and height == round(100 * (0.8 + 0.28 * 7))
+    assert out_png.stat().st_size > 10_000
+
+
+def test_plot_single_allocator_and_errors(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    t = tracecore.open(SEED1)
+    path = plots.plot_memory(t, tmp_path / "one.png", allocator="GPU_0_bfc")
+    assert png_size(path) == (800, 220)
+    with pytest.raises(KeyError, match="no allocator 'nope'"):
+        plots.plot_memory(t, tmp_path / "x.png", allocator="nope")
+    assert plots.default_bin_ns(t) % 1000 == 0 and plots.default_bin_ns(t) >= 1000
+
+
+# --------------------------------------------------------------------------------------------
+# Progress
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_on_a_terminal_after_the_delay() -> None:
+    stream = FakeTerminal()
+    with Progress("parsing big.pbtxt", 200_000_000, delay=0.05, interval=0.01, stream=stream):
+        time.sleep(0.2)
+    text = stream.getvalue()
+    assert "\r\033[K" in text
+    assert re.search(r"parsing big\.pbtxt: 200\.0 MB  0\.\d s  \(<= \d+ MB/s\)", text)
+    final = text.rsplit("\033[K", 1)[1]
+    assert re.fullmatch(r"parsing big\.pbtxt: 200\.0 MB done in 0\.\d s \(\d+ MB/s\)\n", final)
+
+
+def test_progress_bar_when_the_fraction_is_known() -> None:
+    p = Progress("reading", 100_000_000, stream=io.StringIO())
+    p.update(25_000_000)
+    assert p.line(0.5) == "reading: [######------------------]  25% of 100.0 MB  0.5 s  50 MB/s"
+
+
+def test_progress_is_silent_for_fast_work_and_off_a_terminal() -> None:
+    stream = FakeTerminal()
+    with Progress("fast", 10, delay=1.0, stream=stream):
+        pass
+    assert stream.getvalue() == ""
+    log = io.StringIO()  # not a terminal: only the final line, and only for slow work
+    with Progress("slow", 50_000_000, delay=0.0, stream=log):
+        time.sleep(0.01)
+    assert re.fullmatch(r"slow: 50\.0 MB done in 0\.\d s \(\d+ MB/s\)\n", log.getvalue())
+
+
+def test_open_with_progress_is_quiet_when_fast(capsys: pytest.CaptureFixture[str]) -> None:
+    t = tracecore.open(SEED1, progress=True)
+    assert len(t) == 292
+    assert capsys.readouterr().err == ""
+
+
+def test_slow_open_shows_progress_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracecore import trace as trace_module
+
+    real_open_file = trace_module._core.open_file
+
+    def slow_open_file(*args):
+        time.sleep(1.3)
+        return real_open_file(*args)
+
+    monkeypatch.setattr(trace_module._core, "open_file", slow_open_file)
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    t = tracecore.open(SEED1, progress=True)
+    assert len(t) == 292
+    text = terminal.getvalue()
+    head = r"\r\033\[Kparsing seed001_runmetadata\.pbtxt: 0\.3 MB"
+    assert re.search(head + r"  1\.\d s  \(<= 0\.3 MB/s\)", text)  # while parsing
+    assert re.search(head + r" done in 1\.\d s \(0\.\d MB/s\)\n$", text)  # the final line
