@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -80,6 +81,13 @@ py::dict Stats(const PyTrace& trace) {
   return stats;
 }
 
+// Error messages quote pieces of the input, which need not be UTF-8: never fail on them.
+py::str Message(const char* what) {
+  PyObject* s = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "backslashreplace");
+  if (s == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(s);
+}
+
 }  // namespace
 
 py::tuple ExportCapsules(const TableView& view, const StringPool& pool,
@@ -107,7 +115,7 @@ void RegisterErrors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const TraceFormatError& e) {
-      py::object instance = py::reinterpret_borrow<py::object>(g_trace_format_error)(e.what());
+      py::object instance = py::reinterpret_borrow<py::object>(g_trace_format_error)(Message(e.what()));
       const bool text = e.where == TraceFormatError::Where::kText;
       const bool binary = e.where == TraceFormatError::Where::kBinary;
       auto or_none = [](bool present, uint64_t value) -> py::object {
@@ -118,7 +126,7 @@ void RegisterErrors(py::module_& m) {
       instance.attr("offset") = or_none(binary, e.offset);
       PyErr_SetObject(g_trace_format_error, instance.ptr());
     } catch (const IoError& e) {
-      py::object args = py::make_tuple(e.error_number, e.what());
+      py::object args = py::make_tuple(e.error_number, Message(e.what()));
       PyErr_SetObject(PyExc_OSError, args.ptr());
     }
   });

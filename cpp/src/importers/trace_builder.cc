@@ -68,35 +68,40 @@ void TraceBuilder::EndDevice(int32_t device_index, uint32_t device_name, size_t 
   ThreadNameTable& tn = t_.thread_names;
   const size_t end = tn.size();
   if (end - first_thread_name < 2) return;
+  // Entries of this block by (key, position): O(n log n), and nothing to do without duplicates.
+  std::vector<size_t> order(end - first_thread_name);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = first_thread_name + i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return tn.thread_id[a] < tn.thread_id[b]; });
   bool duplicate = false;
-  for (size_t i = first_thread_name; i < end && !duplicate; ++i) {
-    for (size_t j = i + 1; j < end; ++j) {
-      if (tn.thread_id[i] == tn.thread_id[j]) {
-        duplicate = true;
-        break;
-      }
-    }
+  for (size_t i = 1; i < order.size() && !duplicate; ++i) {
+    duplicate = tn.thread_id[order[i]] == tn.thread_id[order[i - 1]];
   }
   if (!duplicate) return;
-  std::vector<uint32_t> ids(tn.thread_id.begin() + first_thread_name, tn.thread_id.end());
-  std::vector<std::string> names;
-  for (size_t i = first_thread_name; i < end; ++i) {
-    names.emplace_back(tn.name.data.data() + tn.name.offsets[i],
-                       static_cast<size_t>(tn.name.offsets[i + 1] - tn.name.offsets[i]));
+  // For each key: its first position, and the entry holding its last value.
+  std::vector<std::pair<size_t, size_t>> keep;  // (first position, last entry)
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && tn.thread_id[order[j + 1]] == tn.thread_id[order[i]]) ++j;
+    keep.emplace_back(order[i], order[j]);
+    i = j + 1;
+  }
+  std::sort(keep.begin(), keep.end());
+  ThreadNameTable kept;
+  for (const auto& [first, last] : keep) {
+    kept.device_index.push_back(device_index);
+    kept.thread_id.push_back(tn.thread_id[last]);
+    kept.name.Append(std::string_view(tn.name.data.data() + tn.name.offsets[last],
+                                      static_cast<size_t>(tn.name.offsets[last + 1] - tn.name.offsets[last])));
   }
   tn.device_index.resize(first_thread_name);
   tn.thread_id.resize(first_thread_name);
   tn.name.data.resize(static_cast<size_t>(tn.name.offsets[first_thread_name]));
   tn.name.offsets.resize(first_thread_name + 1);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    bool seen_before = false;
-    for (size_t j = 0; j < i; ++j) seen_before = seen_before || ids[j] == ids[i];
-    if (seen_before) continue;
-    size_t last = i;
-    for (size_t j = i + 1; j < ids.size(); ++j) {
-      if (ids[j] == ids[i]) last = j;
-    }
-    AddThreadName(device_index, ids[i], names[last]);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    AddThreadName(device_index, kept.thread_id[i],
+                  std::string_view(kept.name.data.data() + kept.name.offsets[i],
+                                   static_cast<size_t>(kept.name.offsets[i + 1] - kept.name.offsets[i])));
   }
 }
 

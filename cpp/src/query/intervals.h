@@ -3,11 +3,27 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tables/trace_tables.h"
 
 namespace tracecore::query {
+
+// Checked int64 arithmetic for query results: a sum or length that does not fit int64 (only
+// possible with absurd clocks or sizes) raises std::overflow_error (Python: OverflowError)
+// instead of wrapping around.
+inline int64_t CheckedAdd(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw std::overflow_error(std::string(what) + " overflows int64");
+  return r;
+}
+inline int64_t CheckedSub(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) throw std::overflow_error(std::string(what) + " overflows int64");
+  return r;
+}
 
 struct Interval {
   int64_t start;
@@ -39,7 +55,7 @@ int64_t UnionPeriods(const Interval* items, size_t n, OnPeriod&& on_period) {
       continue;
     }
     if (open) {
-      busy += end - begin;
+      busy = CheckedAdd(busy, CheckedSub(end, begin, "busy time"), "busy time");
       on_period(begin, end);
     }
     open = true;
@@ -47,7 +63,7 @@ int64_t UnionPeriods(const Interval* items, size_t n, OnPeriod&& on_period) {
     end = it.end;
   }
   if (open) {
-    busy += end - begin;
+    busy = CheckedAdd(busy, CheckedSub(end, begin, "busy time"), "busy time");
     on_period(begin, end);
   }
   return busy;

@@ -45,10 +45,10 @@ size_t ReplayAllocator(uint32_t allocator, const std::vector<Change>& changes, i
     int64_t delta = 0;
     size_t j = i;
     while (j < changes.size() && changes[j].time == now) {
-      delta += changes[j].bytes;
+      delta = CheckedAdd(delta, changes[j].bytes, "memory replay delta");
       ++j;
     }
-    level += delta;
+    level = CheckedAdd(level, delta, "memory replay level");
     timeline->allocator.push_back(allocator);
     timeline->time_ns.push_back(now);
     timeline->delta_bytes.push_back(delta);
@@ -98,9 +98,9 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
         int64_t level_then = 0;
         for (const Change& c : changes) {
           if (c.time > at) break;
-          level_then += c.bytes;
+          level_then = CheckedAdd(level_then, c.bytes, "memory replay level");
         }
-        baseline = a.allocator_bytes_in_use[best] - level_then;
+        baseline = CheckedSub(a.allocator_bytes_in_use[best], level_then, "snapshot baseline");
       }
     }
     int64_t peak_bytes, peak_time;
@@ -234,7 +234,8 @@ Replay ReplayTensors(const TraceTables& t, uint32_t only) {
       const size_t ev = static_cast<size_t>(x.event_id[static_cast<size_t>(row)]);
       const int64_t bytes = x.requested_bytes[static_cast<size_t>(row)];
       changes.push_back(Change{Micros(e.start_ns[ev]), bytes, static_cast<uint32_t>(id), 0});
-      changes.push_back(Change{last_unref[static_cast<size_t>(row)], -bytes, static_cast<uint32_t>(id), 0});
+      changes.push_back(Change{last_unref[static_cast<size_t>(row)], CheckedSub(0, bytes, "tensor bytes"),
+                               static_cast<uint32_t>(id), 0});
     }
     std::sort(changes.begin(), changes.end(), [&](const Change& a, const Change& b) {
       if (a.time != b.time) return a.time < b.time;
@@ -245,7 +246,7 @@ Replay ReplayTensors(const TraceTables& t, uint32_t only) {
     int64_t level = 0, peak_bytes = 0, peak_time = 0;
     size_t peak_at = SIZE_MAX;
     for (size_t i = 0; i < changes.size(); ++i) {
-      level += changes[i].bytes;
+      level = CheckedAdd(level, changes[i].bytes, "memory replay level");
       if (level > peak_bytes) {
         peak_bytes = level;
         peak_time = changes[i].time;
@@ -255,7 +256,7 @@ Replay ReplayTensors(const TraceTables& t, uint32_t only) {
       if (last_at_time) {
         const int64_t delta = out.timeline.time_ns.empty() || out.timeline.allocator.back() != allocator
                                   ? level
-                                  : level - out.timeline.bytes_in_use.back();
+                                  : CheckedSub(level, out.timeline.bytes_in_use.back(), "memory replay delta");
         out.timeline.allocator.push_back(allocator);
         out.timeline.time_ns.push_back(changes[i].time * 1000);
         out.timeline.delta_bytes.push_back(delta);

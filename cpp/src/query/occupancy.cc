@@ -67,7 +67,7 @@ OccupancyTable Occupancy(const TraceTables& t) {
     if (!items.empty()) {
       int64_t max_end = items.front().end;
       for (const Interval& it : items) max_end = std::max(max_end, it.end);
-      span = max_end - items.front().start;
+      span = CheckedSub(max_end, items.front().start, "span_ns");
     }
     out.device_index.push_back(d);
     out.device.push_back(t.devices.device[static_cast<size_t>(d)]);

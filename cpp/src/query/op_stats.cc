@@ -50,14 +50,14 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
   for (size_t i = 0; i < e.size(); ++i) {
     const int64_t start = e.start_ns[i];
     const int64_t end = std::max(e.end_ns[i], start);
-    const int64_t duration = end - start;
+    const int64_t duration = CheckedSub(end, start, "event duration");
     const uint32_t g = group[i];
     ++n_events[g];
-    total[g] += duration;
+    total[g] = CheckedAdd(total[g], duration, "total_ns");
     max_ns[g] = std::max(max_ns[g], duration);
     const auto kind = static_cast<DeviceKind>(t.devices.kind[static_cast<size_t>(e.device_index[i])]);
-    if (kind == DeviceKind::kExecutor) executor[g] += duration;
-    if (kind == DeviceKind::kStream) stream[g] += duration;
+    if (kind == DeviceKind::kExecutor) executor[g] = CheckedAdd(executor[g], duration, "executor_ns");
+    if (kind == DeviceKind::kStream) stream[g] = CheckedAdd(stream[g], duration, "stream_ns");
     t0 = std::min(t0, start);
     t1 = std::max(t1, end);
   }
@@ -73,7 +73,7 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
     busy[items[i].group] = UnionPeriods(items.data() + i, j - i, [](int64_t, int64_t) {});
     i = j;
   }
-  const double span = e.size() ? static_cast<double>(t1 - t0) : 0.0;
+  const double span = e.size() ? static_cast<double>(t1) - static_cast<double>(t0) : 0.0;
   std::vector<uint32_t> order;
   for (uint32_t g = 0; g < n_groups; ++g) {
     if (n_events[g] > 0 || by == GroupBy::kDevice) order.push_back(g);

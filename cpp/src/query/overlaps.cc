@@ -12,7 +12,7 @@ struct Pair {
 };
 
 inline int64_t OverlapLength(const Interval& a, const Interval& b) {
-  return std::min(a.end, b.end) - std::max(a.start, b.start);
+  return CheckedSub(std::min(a.end, b.end), std::max(a.start, b.start), "overlap_ns");
 }
 
 // Every unordered overlapping pair of one set sorted by (start, end, id). With that order, every
