@@ -47,10 +47,11 @@ if [ -z "$cxx" ]; then
   if ! have_libfuzzer && [ -z "${TRACECORE_ASAN_NO_APT:-}" ] && command -v apt-get >/dev/null 2>&1 \
      && [ "$(id -u)" = 0 ]; then
     echo "   clang/libFuzzer missing: apt-get install clang"
-    if (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang) >/dev/null 2>&1; then
+    if (timeout 600 apt-get update -qq && DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq clang) \
+       >/dev/null 2>&1; then
       if ! have_libfuzzer; then
         major="$(clang++ -dumpversion 2>/dev/null | cut -d. -f1 || true)"
-        [ -n "$major" ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "libclang-rt-$major-dev" \
+        [ -n "$major" ] && DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq "libclang-rt-$major-dev" \
           >/dev/null 2>&1 || true
       fi
     else

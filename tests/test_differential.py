@@ -42,8 +42,9 @@ SEED_COUNTS = {
 pytestmark = pytest.mark.filterwarnings(
     "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning")
 
+# TRACECORE_HYPOTHESIS_EXAMPLES=N runs a longer campaign (default 100 examples per test).
 HYPOTHESIS = settings(
-    max_examples=100,
+    max_examples=int(os.environ.get("TRACECORE_HYPOTHESIS_EXAMPLES", "100")),
     deadline=None,
     database=None,  # do not write a .hypothesis directory into the repository
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -681,6 +682,16 @@ dev_stats {
   node_stats { node_name: "p:Q" timeline_label: "[x]p = A(b] c)" }
 }
 """),
+    "graphs_out_of_field_order": ("RunMetadata", """\
+function_graphs {
+  post_optimization_graph { node { name: "c1" op: "NoOp" } node { name: "c2" } }
+  pre_optimization_graph { node { name: "b" } }
+  partition_graphs { node { name: "p" input: "b" input: "^c1" } }
+}
+partition_graphs { node { name: "a" device: "/cpu:0" } }
+function_graphs { partition_graphs { node { name: "q" } } }
+partition_graphs { }
+"""),
 }
 
 
@@ -691,6 +702,49 @@ def test_text_grammar(case, workdir):
     msg = parse_text(cls, text)  # protobuf's reading of the text is the reference
     assert msg.ByteSize() > 0
     expect_open_text(workdir, text, msg, f"grammar case {case!r}")
+
+
+def _node(name: str) -> bytes:  # GraphDef.node { name: <name> }, one-byte name
+    return b"\x0a\x03\x0a\x01" + name.encode()
+
+
+# Hand-made binary inputs (found by the random tests, or outside what protobuf ever writes),
+# each checked against protobuf's parse of the same bytes.
+BINARY_CASES = {
+    # function_graphs { post_optimization_graph {} post_optimization_graph { node { name: "a" } } }:
+    # a singular message field seen twice is one GraphDef (protobuf merges), graph_index 0.
+    "singular_graph_twice_is_one_graph": bytes.fromhex("22091a001a050a030a0161"),
+    # step_stats { dev_stats { device: "/cpu" <unknown 4: 1> } } cost_graph { node { name: "n" } }:
+    # a RunMetadata although its first DeviceStepStats holds an unknown varint field.
+    "runmetadata_with_unknown_field_in_device": bytes.fromhex("0a0a0a080a042f637075200112050a030a016e"),
+    # step_stats { dev_stats { <unknown 16: 0> } }: read as a StepStats its device name would be
+    # the bytes 80 01 00 (not UTF-8).
+    "runmetadata_device_of_unknown_field_only": bytes.fromhex("0a050a03800100"),
+    # Fields out of protobuf's order: function_graphs { post, pre, partition } before the top-level
+    # partition_graphs. graph_index follows protobuf's order: top-level partition graphs, then
+    # per function_graphs its partition graphs, pre-, post-optimization graph.
+    "graphs_out_of_field_order": (
+        b"\x22\x15"
+        + b"\x1a\x05" + _node("c") + b"\x12\x05" + _node("b") + b"\x0a\x05" + _node("p")
+        + b"\x1a\x05" + _node("a")
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BINARY_CASES))
+def test_binary_cases(case, workdir):
+    data = BINARY_CASES[case]
+    msg = tp.RunMetadata.FromString(data)
+    assert msg.ByteSize() > 0
+    expect_open_binary(workdir, data, msg, f"binary case {case!r}")
+
+
+def test_graph_index_follows_protobuf_order(workdir):
+    t = tracecore.open(write(workdir, BINARY_CASES["graphs_out_of_field_order"], ".pb"))
+    assert t.graph_nodes.column("name").to_pylist() == ["a", "p", "b", "c"]
+    assert t.graph_nodes.column("graph_index").to_pylist() == [0, 1, 2, 3]
+    t = tracecore.open(write(workdir, BINARY_CASES["singular_graph_twice_is_one_graph"], ".pb"))
+    assert t.graph_nodes.column("graph_index").to_pylist() == [0]
 
 
 # ------------------------------------------------------------------------------------------

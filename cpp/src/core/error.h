@@ -33,6 +33,9 @@ class TraceFormatError : public std::runtime_error {
   }
 
   Where where = Where::kNone;
+  // The input is well-formed protobuf but a value derived from it does not fit (e.g. a time in
+  // nanoseconds overflows int64): no other reading of the bytes is tried.
+  bool value_out_of_range = false;
   uint64_t line = 0;
   uint64_t column = 0;
   uint64_t offset = 0;

@@ -70,7 +70,9 @@ std::shared_ptr<TraceTables> NewTables(const std::string& format, size_t bytes) 
   return tables;
 }
 
-std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::string& format) {
+// `binary_kind`: "StepStats" or "RunMetadata" for binary input (text input names its own kind).
+std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::string& format,
+                                             const std::string& binary_kind) {
   auto tables = NewTables(format, file.size());
   TraceBuilder builder(*tables);
   builder.Reserve(file.size(), format == "text");
@@ -79,7 +81,7 @@ std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::
     ParseTextProto(file.data(), file.data() + file.size(), builder);
   } else {
     const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
-    ParseBinaryProto(bytes, file.size(), DetectBinaryKind(bytes, file.size()), builder);
+    ParseBinaryProto(bytes, file.size(), binary_kind, builder);
   }
   builder.Finish();
   return tables;
@@ -88,7 +90,7 @@ std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::
 // Parses chunk by chunk on `threads` threads. Returns null when the input cannot be split or a
 // split turns out not to fall on a record boundary; throws TraceFormatError for bad input.
 std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::string& format,
-                                           int threads) {
+                                           const std::string& binary_kind, int threads) {
   const char* begin = file.data();
   const char* end = begin + file.size();
   std::vector<std::unique_ptr<TraceTables>> parts;
@@ -128,7 +130,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     if (mismatch) return nullptr;
   } else {
     const auto* data = reinterpret_cast<const uint8_t*>(begin);
-    const std::string kind = DetectBinaryKind(data, file.size());
+    const std::string& kind = binary_kind;
     std::vector<BinaryUnit> units;
     if (!PlanBinaryUnits(data, file.size(), kind, &units) || units.size() < 2) return nullptr;
     bool any_device = false;
@@ -188,6 +190,38 @@ std::string DetectFormat(const char* data, size_t size) {
   return "text";
 }
 
+// A binary dump carries no type: the same bytes may be a valid StepStats and a valid
+// RunMetadata. The kind guessed from the wire structure (DetectBinaryKind) is parsed first; the
+// other kind is tried when that fails as protobuf would (not for values out of range), and when
+// it succeeds with unknown fields, in case the other reading knows more of them. The reading
+// with fewer unknown fields wins, ties going to the guess; when neither parses, the error of the
+// guess is reported. Well-formed dumps without unknown fields are parsed once.
+template <class Parse>
+std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
+  const std::string guess = DetectBinaryKind(bytes, file.size());
+  const std::string other = guess == "StepStats" ? "RunMetadata" : "StepStats";
+  std::shared_ptr<TraceTables> first;
+  std::exception_ptr first_error;
+  try {
+    first = parse(guess);
+    if (first->unknown_fields == 0) return first;
+  } catch (const TraceFormatError& e) {
+    if (e.value_out_of_range || file.ShrankSinceOpen()) throw;
+    first_error = std::current_exception();
+  }
+  std::shared_ptr<TraceTables> second;
+  try {
+    second = parse(other);
+  } catch (const TraceFormatError&) {
+    if (file.ShrankSinceOpen()) throw;
+    if (first_error) std::rethrow_exception(first_error);
+    return first;
+  }
+  if (first && first->unknown_fields <= second->unknown_fields) return first;
+  return second;
+}
+
 std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options) {
   std::string format = options.format;
   if (format == "auto") {
@@ -199,18 +233,27 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   const auto truncated = [] {
     return TraceFormatError("the file was truncated by another process while it was being read");
   };
-  std::shared_ptr<TraceTables> tables;
-  try {
+  const auto parse = [&](const std::string& binary_kind) {
+    std::shared_ptr<TraceTables> tables;
     if (threads > 1) {
       try {
-        tables = ParseParallel(file, format, threads);
+        tables = ParseParallel(file, format, binary_kind, threads);
       } catch (const TraceFormatError&) {
         if (file.ShrankSinceOpen()) throw;
         // Bad input: the sequential parse reports the first error in file order.
         tables = nullptr;
       }
     }
-    if (!tables) tables = ParseSequential(file, format);
+    if (!tables) tables = ParseSequential(file, format, binary_kind);
+    return tables;
+  };
+  std::shared_ptr<TraceTables> tables;
+  try {
+    if (format == "text") {
+      tables = parse("");
+    } else {
+      tables = ParseBinaryEitherKind(file, parse);
+    }
   } catch (const TraceFormatError&) {
     if (file.ShrankSinceOpen()) throw truncated();
     throw;

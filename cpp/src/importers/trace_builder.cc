@@ -16,8 +16,11 @@ bool DeriveOp(std::string_view label, bool has_label, std::string_view node_name
   if (has_label) {
     std::string_view body = label;
     if (!body.empty() && body.front() == '[') {
-      const size_t close = body.find("] ");
-      if (close != std::string_view::npos) body.remove_prefix(close + 2);
+      // Only "[...] " where the FIRST ']' is followed by a space is a prefix.
+      const size_t close = body.find(']');
+      if (close != std::string_view::npos && close + 1 < body.size() && body[close + 1] == ' ') {
+        body.remove_prefix(close + 2);
+      }
     }
     const size_t eq = body.find(" = ");
     if (eq != std::string_view::npos) {
@@ -134,7 +137,7 @@ const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   } else {
     has_scheduled = false;
   }
-  if (overflow) return "event time out of range: nanoseconds overflow int64";
+  if (overflow) return kTimeOutOfRange;
 
   e.device_index.push_back(device_index);
   e.device.push_back(StringPool::kEmptyId);  // filled by EndDevice
@@ -236,11 +239,25 @@ uint32_t TraceBuilder::DtypeId(int32_t dtype) {
 void TraceBuilder::EndTensor(int64_t event_id, int32_t output_index, const TensorFields& f) {
   TensorTable& t = t_.tensors;
   const size_t first_dim = t.shape.open_row_start();
+  // null when the rank is unknown or any dim is negative (unknown); else 0 when any dim is 0;
+  // else the product, null when it does not fit in int64.
   bool known = !f.unknown_rank;
+  bool zero = false, overflow = false;
   int64_t elements = 1;
   for (size_t i = first_dim; i < t.shape.values.size() && known; ++i) {
     const int64_t d = t.shape.values[i];
-    if (d < 0 || __builtin_mul_overflow(elements, d, &elements)) known = false;
+    if (d < 0) {
+      known = false;
+    } else if (d == 0) {
+      zero = true;
+    } else if (!overflow && __builtin_mul_overflow(elements, d, &elements)) {
+      overflow = true;
+    }
+  }
+  if (known && zero) {
+    elements = 0;
+  } else if (overflow) {
+    known = false;
   }
   t.shape.CloseRow();
   t.event_id.push_back(event_id);
@@ -297,7 +314,65 @@ void TraceBuilder::EndGraphNode(int32_t graph_index, const GraphNodeFields& f) {
   g.inputs.CloseRow();
 }
 
+namespace {
+
+// Renumbers graph_index in protobuf's order (see GraphKey), merging GraphDefs with equal keys,
+// and reorders graph_nodes rows by the new index (stable: file order within one GraphDef).
+// Canonical input (keys already strictly increasing) is left untouched.
+void NormalizeGraphs(TraceTables& t) {
+  const std::vector<GraphKey>& keys = t.graph_keys;
+  bool canonical = true;
+  for (size_t i = 1; i < keys.size() && canonical; ++i) canonical = keys[i - 1] < keys[i];
+  if (canonical) {
+    t.graph_keys.clear();
+    return;
+  }
+  std::vector<int32_t> order(keys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
+  std::vector<int32_t> renumber(keys.size());
+  int32_t next = -1;
+  for (size_t r = 0; r < order.size(); ++r) {
+    if (r == 0 || !(keys[order[r - 1]] == keys[order[r]])) ++next;
+    renumber[order[r]] = next;
+  }
+  GraphNodeTable& g = t.graph_nodes;
+  const size_t n = g.size();
+  std::vector<int32_t> rows(n);
+  for (size_t i = 0; i < n; ++i) {
+    g.graph_index[i] = renumber[g.graph_index[i]];
+    rows[i] = static_cast<int32_t>(i);
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](int32_t a, int32_t b) { return g.graph_index[a] < g.graph_index[b]; });
+  GraphNodeTable out;
+  out.graph_index.reserve(n);
+  out.name.reserve(n);
+  out.op.reserve(n);
+  out.device.reserve(n);
+  for (int32_t r : rows) {
+    out.graph_index.push_back(g.graph_index[r]);
+    out.name.push_back(g.name[r]);
+    out.op.push_back(g.op[r]);
+    out.device.push_back(g.device[r]);
+    for (int32_t k = g.inputs.offsets[r]; k < g.inputs.offsets[r + 1]; ++k) {
+      const int32_t b = g.inputs.values.offsets[k];
+      const int32_t e = g.inputs.values.offsets[k + 1];
+      out.inputs.values.Append(std::string_view(g.inputs.values.data.data() + b,
+                                                static_cast<size_t>(e - b)));
+    }
+    out.inputs.CloseRow();
+  }
+  g = std::move(out);
+  t.graph_count = next + 1;
+  t.graph_keys.clear();
+}
+
+}  // namespace
+
 void TraceBuilder::Finish() {
+  NormalizeGraphs(t_);
   EventTable& e = t_.events;
   e.event_id.resize(e.size());
   for (size_t i = 0; i < e.event_id.size(); ++i) e.event_id[i] = static_cast<int64_t>(i);

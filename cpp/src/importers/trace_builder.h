@@ -110,6 +110,7 @@ class TraceBuilder {
   int64_t BeginEvent() { return next_event_id_++; }
   std::string& label_scratch() { return label_; }
   const char* EndEvent(int32_t device_index, const EventFields& f);
+  static constexpr const char* kTimeOutOfRange = "event time out of range: nanoseconds overflow int64";
 
   // Tensors: dims are appended as met, then EndTensor closes the row.
   void AddDim(int64_t size) { t_.tensors.shape.values.push_back(size); }
@@ -138,7 +139,11 @@ class TraceBuilder {
 
   // Graph nodes: inputs are appended as met.
   void AddGraphInput(std::string_view input) { t_.graph_nodes.inputs.values.Append(input); }
-  int32_t BeginGraph() { return t_.graph_count++; }
+  // `key` positions are addresses in the (one) input mapping, comparable across chunks.
+  int32_t BeginGraph(const GraphKey& key) {
+    t_.graph_keys.push_back(key);
+    return t_.graph_count++;
+  }
   void EndGraphNode(int32_t graph_index, const GraphNodeFields& f);
 
   void CountUnknownField() { ++t_.unknown_fields; }

@@ -158,6 +158,7 @@ void MergeTables(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* 
     out->unknown_fields += p.unknown_fields;
     event_base += static_cast<int64_t>(e.size());
     device_base += static_cast<int32_t>(d.size());
+    out->graph_keys.insert(out->graph_keys.end(), p.graph_keys.begin(), p.graph_keys.end());
     graph_base += p.graph_count;
     out->graph_count += p.graph_count;
     if (out->kind.empty()) out->kind = p.kind;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "query/queries.h"
@@ -112,7 +113,8 @@ OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns) {
       size_t k = static_cast<size_t>((static_cast<__int128>(begin) - t0) / bin_ns);
       int64_t pos = begin;
       while (pos < end && k < nb) {
-        const int64_t bin_end = static_cast<int64_t>(t0 + static_cast<__int128>(bin_ns) * (k + 1));
+        const __int128 wide_end = t0 + static_cast<__int128>(bin_ns) * (k + 1);
+        const int64_t bin_end = wide_end > INT64_MAX ? INT64_MAX : static_cast<int64_t>(wide_end);
         const int64_t stop = std::min(end, bin_end);
         busy[k] += stop - pos;
         pos = stop;

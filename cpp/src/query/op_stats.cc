@@ -73,7 +73,8 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
     busy[items[i].group] = UnionPeriods(items.data() + i, j - i, [](int64_t, int64_t) {});
     i = j;
   }
-  const double span = e.size() ? static_cast<double>(t1) - static_cast<double>(t0) : 0.0;
+  // Exact difference (may exceed int64), rounded once to double.
+  const double span = e.size() ? static_cast<double>(static_cast<__int128>(t1) - t0) : 0.0;
   std::vector<uint32_t> order;
   for (uint32_t g = 0; g < n_groups; ++g) {
     if (n_events[g] > 0 || by == GroupBy::kDevice) order.push_back(g);

@@ -122,6 +122,23 @@ struct PersistentTensorTable {
   size_t size() const { return event_id.size(); }
 };
 
+// Where a GraphDef sits in a RunMetadata, in the order protobuf presents them: every top-level
+// partition_graphs first (fg == 0), then per function_graphs message (fg = its position in the
+// input) its partition_graphs, pre_optimization_graph, post_optimization_graph (slot 0, 1, 2).
+// `pos` orders repeated partition graphs; it is 0 for the singular pre/post graphs, so that
+// one of them seen twice is one GraphDef (protobuf merges repeated singular message fields).
+struct GraphKey {
+  uintptr_t fg = 0;
+  uint8_t slot = 0;
+  uintptr_t pos = 0;
+  bool operator<(const GraphKey& o) const {
+    if (fg != o.fg) return fg < o.fg;
+    if (slot != o.slot) return slot < o.slot;
+    return pos < o.pos;
+  }
+  bool operator==(const GraphKey& o) const { return fg == o.fg && slot == o.slot && pos == o.pos; }
+};
+
 struct TraceTables {
   StringPool pool;
   DeviceTable devices;
@@ -139,6 +156,7 @@ struct TraceTables {
   uint64_t input_bytes = 0;
   uint64_t unknown_fields = 0;
   int32_t graph_count = 0;  // GraphDefs seen (graph_index values), including empty ones
+  std::vector<GraphKey> graph_keys;  // per provisional graph_index, until TraceBuilder::Finish
   int threads_used = 1;
 };
 

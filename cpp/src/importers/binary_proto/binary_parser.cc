@@ -130,7 +130,7 @@ class BinaryParser {
   void MemoryStats(Bytes m, int64_t event_id, EventFields* e);
   void CostGraph(Bytes m);
   void CostNode(Bytes m);
-  void GraphDef(Bytes m);
+  void GraphDef(Bytes m, const GraphKey& key);
   void FunctionGraphs(Bytes m);
   void SessionMetadata(Bytes m) {
     Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
@@ -153,7 +153,9 @@ void BinaryParser::RunMetadata(Bytes m) {
     switch (f) {
       case 1: return Sub(wt, p, end, [&](Bytes s) { StepStats(s); });
       case 2: return Sub(wt, p, end, [&](Bytes s) { CostGraph(s); });
-      case 3: return Sub(wt, p, end, [&](Bytes s) { GraphDef(s); });
+      case 3: return Sub(wt, p, end, [&](Bytes s) {
+        GraphDef(s, GraphKey{0, 0, reinterpret_cast<uintptr_t>(s.data())});
+      });
       case 4: return Sub(wt, p, end, [&](Bytes s) { FunctionGraphs(s); });
       case 5: return Sub(wt, p, end, [&](Bytes s) { SessionMetadata(s); });
       default: return false;
@@ -231,7 +233,10 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
       default: return false;
     }
   });
-  if (const char* error = b_.EndEvent(device_index, e)) r_.Fail(Begin(m), error);
+  if (const char* error = b_.EndEvent(device_index, e)) {
+    if (error == TraceBuilder::kTimeOutOfRange) r_.FailOutOfRange(Begin(m), error);
+    r_.Fail(Begin(m), error);
+  }
   b_.Consumed(reinterpret_cast<const char*>(End(m)));
 }
 
@@ -255,7 +260,7 @@ void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
           });
           bool overflow = false;
           b_.AddAllocRecord(event_id, micros, bytes, &overflow);
-          if (overflow) r_.Fail(Begin(s), "alloc_micros out of range: nanoseconds overflow int64");
+          if (overflow) r_.FailOutOfRange(Begin(s), "alloc_micros out of range: nanoseconds overflow int64");
         });
       default: return false;
     }
@@ -411,8 +416,8 @@ void BinaryParser::CostNode(Bytes m) {
   b_.EndCostNode(n);
 }
 
-void BinaryParser::GraphDef(Bytes m) {
-  const int32_t graph_index = b_.BeginGraph();
+void BinaryParser::GraphDef(Bytes m, const GraphKey& key) {
+  const int32_t graph_index = b_.BeginGraph(key);
   Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
     if (f != 1) return false;
     return Sub(wt, p, end, [&](Bytes s) {
@@ -439,7 +444,15 @@ void BinaryParser::GraphDef(Bytes m) {
 
 void BinaryParser::FunctionGraphs(Bytes m) {
   Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    if (f >= 1 && f <= 3) return Sub(wt, p, end, [&](Bytes s) { GraphDef(s); });
+    const auto fg = reinterpret_cast<uintptr_t>(m.data());
+    if (f == 1) {
+      return Sub(wt, p, end, [&](Bytes s) {
+        GraphDef(s, GraphKey{fg, 0, reinterpret_cast<uintptr_t>(s.data())});
+      });
+    }
+    if (f == 2 || f == 3) {
+      return Sub(wt, p, end, [&](Bytes s) { GraphDef(s, GraphKey{fg, static_cast<uint8_t>(f), 0}); });
+    }
     return false;
   });
 }
@@ -482,8 +495,8 @@ struct Probe {
   }
 };
 
-// True if `m` parses as a message whose fields are all length-delimited with numbers in 1..3
-// (the shape of a DeviceStepStats).
+// True if `m` parses as a message whose fields 1..3 are length-delimited (the shape of a
+// DeviceStepStats; other field numbers are unknown fields of any wire type).
 bool LooksLikeDeviceStepStats(Bytes m) {
   Probe probe{reinterpret_cast<const uint8_t*>(m.data()),
               reinterpret_cast<const uint8_t*>(m.data()) + m.size()};
@@ -491,7 +504,7 @@ bool LooksLikeDeviceStepStats(Bytes m) {
   Bytes payload;
   while (probe.p < probe.end) {
     if (!probe.Next(&field, &wt, &payload)) return false;
-    if (wt != kLengthDelimited || field > 3) return false;
+    if (field <= 3 && wt != kLengthDelimited) return false;
   }
   return true;
 }
@@ -499,13 +512,16 @@ bool LooksLikeDeviceStepStats(Bytes m) {
 }  // namespace
 
 std::string DetectBinaryKind(const uint8_t* data, size_t size) {
-  Probe top{data, data + size};
   uint32_t field, wt;
   Bytes payload;
+  // Any of RunMetadata's cost_graph, partition_graphs, function_graphs, session_metadata at the
+  // top level decides it (a StepStats has only field 1).
+  for (Probe top{data, data + size}; top.p < top.end && top.Next(&field, &wt, &payload);) {
+    if (wt == kLengthDelimited && field >= 2 && field <= 5) return "RunMetadata";
+  }
+  Probe top{data, data + size};
   while (top.p < top.end && top.Next(&field, &wt, &payload)) {
-    if (wt != kLengthDelimited) continue;
-    if (field >= 2 && field <= 5) return "RunMetadata";
-    if (field != 1) continue;
+    if (wt != kLengthDelimited || field != 1) continue;
     // Field 1 is a DeviceStepStats (StepStats) or a StepStats (RunMetadata).
     Probe inner{reinterpret_cast<const uint8_t*>(payload.data()),
                 reinterpret_cast<const uint8_t*>(payload.data()) + payload.size()};

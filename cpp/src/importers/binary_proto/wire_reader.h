@@ -30,6 +30,11 @@ class WireReader {
   [[noreturn]] void Fail(const uint8_t* at, const std::string& what) const {
     throw TraceFormatError::AtByte(offset(at), what);
   }
+  [[noreturn]] void FailOutOfRange(const uint8_t* at, const std::string& what) const {
+    TraceFormatError e = TraceFormatError::AtByte(offset(at), what);
+    e.value_out_of_range = true;
+    throw e;
+  }
 
   __attribute__((always_inline)) uint64_t Varint(const uint8_t*& p, const uint8_t* end) const {
     if (p < end && *p < 0x80) return *p++;

@@ -136,7 +136,7 @@ class TextParser {
   void MemoryStats(int64_t event_id, EventFields* e);
   void CostGraph();
   void CostNode();
-  void GraphDef(std::string_view field);
+  void GraphDef(std::string_view field, const GraphKey& key);
   void FunctionGraphs();
 
   TextCursor c_;
@@ -193,7 +193,9 @@ void TextParser::TopLevel() {
     } else if (t.kind == "RunMetadata" && name == "cost_graph") {
       MessageField(name, false, [&] { CostGraph(); });
     } else if (t.kind == "RunMetadata" && name == "partition_graphs") {
-      MessageField(name, true, [&] { GraphDef(name); });
+      MessageField(name, true, [&] {
+        GraphDef(name, GraphKey{0, 0, reinterpret_cast<uintptr_t>(c_.pos())});
+      });
     } else if (t.kind == "RunMetadata" && name == "function_graphs") {
       MessageField(name, true, [&] { FunctionGraphs(); });
     } else if (t.kind == "RunMetadata" && name == "session_metadata") {
@@ -644,8 +646,8 @@ void TextParser::CostNode() {
   b_.EndCostNode(n);
 }
 
-void TextParser::GraphDef(std::string_view field) {
-  const int32_t graph_index = b_.BeginGraph();
+void TextParser::GraphDef(std::string_view field, const GraphKey& key) {
+  const int32_t graph_index = b_.BeginGraph(key);
   Message(field, [&](std::string_view f) {
     if (f != "node") return false;
     MessageField(f, true, [&] {
@@ -676,11 +678,15 @@ void TextParser::GraphDef(std::string_view field) {
 }
 
 void TextParser::FunctionGraphs() {
+  const auto fg = reinterpret_cast<uintptr_t>(c_.pos());
   Message("function_graphs", [&](std::string_view f) {
     if (f == "partition_graphs") {
-      MessageField(f, true, [&] { GraphDef(f); });
+      MessageField(f, true, [&] {
+        GraphDef(f, GraphKey{fg, 0, reinterpret_cast<uintptr_t>(c_.pos())});
+      });
     } else if (f == "pre_optimization_graph" || f == "post_optimization_graph") {
-      MessageField(f, false, [&] { GraphDef(f); });
+      const uint8_t slot = f == "pre_optimization_graph" ? 1 : 2;
+      MessageField(f, false, [&] { GraphDef(f, GraphKey{fg, slot, 0}); });
     } else {
       return false;
     }
