@@ -6,12 +6,6 @@
 namespace tracecore {
 namespace {
 
-inline uint64_t Load64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
 inline uint64_t Mix(uint64_t a, uint64_t b) {
   // 64x64 -> 128 multiply, folded: a strong, fast mixing step.
   const __uint128_t product = static_cast<__uint128_t>(a) * b;
@@ -59,8 +53,22 @@ uint64_t StringPool::Hash(std::string_view s) {
     n -= 8;
   }
   if (n > 0) {
+    // The last n bytes as a little-endian number (what memcpy into a zeroed word gives),
+    // without a variable-length copy.
     uint64_t tail = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (s.size() >= 8) {
+      tail = Load64(p + n - 8) >> (8 * (8 - n));
+    } else if (n >= 4) {
+      tail = Load32(p) | (static_cast<uint64_t>(Load32(p + n - 4)) << (8 * (n - 4)));
+    } else {
+      tail = static_cast<uint64_t>(static_cast<uint8_t>(p[0])) |
+             (static_cast<uint64_t>(static_cast<uint8_t>(p[n / 2])) << (8 * (n / 2))) |
+             (static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << (8 * (n - 1)));
+    }
+#else
     std::memcpy(&tail, p, n);
+#endif
     h0 = Mix(tail ^ kK0, h0 ^ kK2);
   }
   return Mix(h0 ^ kK1, h1 ^ kK0);
@@ -70,7 +78,16 @@ bool StringPool::IsValidUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const auto* end = p + s.size();
   while (p < end) {
-    // ASCII fast path, eight bytes at a time.
+    // ASCII fast path, sixteen then eight bytes at a time.
+    if (end - p >= 16) {
+      uint64_t v, w;
+      std::memcpy(&v, p, 8);
+      std::memcpy(&w, p + 8, 8);
+      if (((v | w) & 0x8080808080808080ull) == 0) {
+        p += 16;
+        continue;
+      }
+    }
     if (end - p >= 8) {
       uint64_t v;
       std::memcpy(&v, p, 8);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -67,9 +68,39 @@ class StringPool {
   const std::vector<char>& bytes() const { return bytes_; }
 
   static uint64_t Hash(std::string_view s);
+  // a == b, inline: eight bytes at a time, the tail by one overlapping load.
+  static bool Equal(std::string_view a, std::string_view b) {
+    const size_t n = a.size();
+    if (n != b.size()) return false;
+    const char* x = a.data();
+    const char* y = b.data();
+    if (n >= 8) {
+      for (size_t i = 0; i + 8 < n; i += 8) {
+        if (Load64(x + i) != Load64(y + i)) return false;
+      }
+      return Load64(x + n - 8) == Load64(y + n - 8);
+    }
+    if (n >= 4) {
+      return Load32(x) == Load32(y) && Load32(x + n - 4) == Load32(y + n - 4);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (x[i] != y[i]) return false;
+    }
+    return true;
+  }
   static bool IsValidUtf8(std::string_view s);
 
  private:
+  static uint64_t Load64(const char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  static uint32_t Load32(const char* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
   uint32_t Insert(std::string_view s, size_t slot, uint32_t tag);
   void Grow();
 

@@ -33,9 +33,10 @@ class TraceFormatError : public std::runtime_error {
   }
 
   Where where = Where::kNone;
-  // The input is well-formed protobuf but a value derived from it does not fit (e.g. a time in
-  // nanoseconds overflows int64): no other reading of the bytes is tried.
-  bool value_out_of_range = false;
+  // The message structure is sound but a field's value is not (a string that is not UTF-8, a
+  // time whose nanoseconds overflow int64): a binary dump failing so is reported as it is, not
+  // read again as the other message kind.
+  bool bad_value = false;
   uint64_t line = 0;
   uint64_t column = 0;
   uint64_t offset = 0;

@@ -192,8 +192,9 @@ std::string DetectFormat(const char* data, size_t size) {
 
 // A binary dump carries no type: the same bytes may be a valid StepStats and a valid
 // RunMetadata. The kind guessed from the wire structure (DetectBinaryKind) is parsed first; the
-// other kind is tried when that fails as protobuf would (not for values out of range), and when
-// it succeeds with unknown fields, in case the other reading knows more of them. The reading
+// other kind is tried when that fails in its structure (not when a field's value is bad: a
+// string that is not UTF-8, a time out of range; those are reported as they are), and when it
+// succeeds with unknown fields, in case the other reading knows more of them. The reading
 // with fewer unknown fields wins, ties going to the guess; when neither parses, the error of the
 // guess is reported. Well-formed dumps without unknown fields are parsed once.
 template <class Parse>
@@ -207,7 +208,7 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
     first = parse(guess);
     if (first->unknown_fields == 0) return first;
   } catch (const TraceFormatError& e) {
-    if (e.value_out_of_range || file.ShrankSinceOpen()) throw;
+    if (e.bad_value || file.ShrankSinceOpen()) throw;
     first_error = std::current_exception();
   }
   std::shared_ptr<TraceTables> second;

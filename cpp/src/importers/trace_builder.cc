@@ -8,6 +8,13 @@
 namespace tracecore {
 namespace {
 
+// Appends a validity or boolean byte. Passing an lvalue selects push_back(const T&), which
+// inlines where the rvalue overload (through emplace_back) did not.
+inline void PushFlag(std::vector<uint8_t>& column, bool b) {
+  const uint8_t byte = b ? 1 : 0;
+  column.push_back(byte);
+}
+
 // The op of an event: "name = Op(inputs)" in the timeline label (after an optional
 // "[allocator ...] " prefix), else the part after the last ':' of a GPU-stream record's
 // "name:Op" node name. Returns false when there is none.
@@ -47,7 +54,9 @@ bool DeriveOp(std::string_view label, bool has_label, std::string_view node_name
 
 }  // namespace
 
-TraceBuilder::TraceBuilder(TraceTables& out) : t_(out) {}
+TraceBuilder::TraceBuilder(TraceTables& out) : t_(out) {
+  std::fill(std::begin(node_names_), std::end(node_names_), StringPool::kInvalidUtf8);
+}
 
 int32_t TraceBuilder::BeginDevice() {
   const auto index = static_cast<int32_t>(t_.devices.device.size());
@@ -142,17 +151,17 @@ const char* TraceBuilder::EndEvent(int32_t device_index, const EventFields& f) {
   e.device_index.push_back(device_index);
   e.device.push_back(StringPool::kEmptyId);  // filled by EndDevice
   e.node_name.push_back(f.node_name);
-  const uint32_t op = OpFor(f);
+  const uint32_t op = OpFor(f, label);
   const bool has_op = op != StringPool::kInvalidUtf8;
   e.op.push_back(has_op ? op : StringPool::kEmptyId);
-  e.op_valid.push_back(has_op ? 1 : 0);
+  PushFlag(e.op_valid, has_op);
   e.timeline_label.push_back(label);
   e.start_ns.push_back(start);
   e.end_ns.push_back(end);
   e.op_start_ns.push_back(op_start);
   e.op_end_ns.push_back(op_end);
   e.scheduled_ns.push_back(scheduled);
-  e.scheduled_valid.push_back(has_scheduled ? 1 : 0);
+  PushFlag(e.scheduled_valid, has_scheduled);
   e.thread_id.push_back(f.thread_id);
   e.temp_memory_size.push_back(f.temp_memory_size);
   e.persistent_memory_size.push_back(f.persistent_memory_size);
@@ -166,7 +175,7 @@ uint32_t CachedIntern(StringPool& pool, std::vector<uint32_t>& cache, uint32_t n
                       std::string_view value) {
   if (node < cache.size()) {
     const uint32_t cached = cache[node];
-    if (cached != StringPool::kInvalidUtf8 && pool.Get(cached) == value) return cached;
+    if (cached != StringPool::kInvalidUtf8 && StringPool::Equal(pool.Get(cached), value)) return cached;
   } else {
     cache.resize(std::max<size_t>(node + 1, cache.size() * 2), StringPool::kInvalidUtf8);
   }
@@ -180,10 +189,19 @@ uint32_t TraceBuilder::LabelFor(const EventFields& f) {
   return CachedIntern(t_.pool, label_of_node_, f.node_name, f.label);
 }
 
-uint32_t TraceBuilder::OpFor(const EventFields& f) {
+uint32_t TraceBuilder::OpFor(const EventFields& f, uint32_t label) {
+  // The op depends on the node name and the label only (an empty label derives like none).
+  const uint32_t node = f.node_name;
+  if (node < op_of_node_.size()) {
+    if (op_of_node_[node].label == label) return op_of_node_[node].op;
+  } else {
+    op_of_node_.resize(std::max<size_t>(node + 1, op_of_node_.size() * 2));
+  }
   std::string_view op;
-  if (!DeriveOp(f.label, f.has_label, t_.pool.Get(f.node_name), &op)) return StringPool::kInvalidUtf8;
-  return CachedIntern(t_.pool, op_of_node_, f.node_name, op);
+  const uint32_t id = DeriveOp(f.label, f.has_label, t_.pool.Get(node), &op) ? t_.pool.Intern(op)
+                                                                              : StringPool::kInvalidUtf8;
+  op_of_node_[node] = OpOfNode{label, id};
+  return id;
 }
 
 void TraceBuilder::Reserve(size_t bytes, bool text) {
@@ -264,15 +282,15 @@ void TraceBuilder::EndTensor(int64_t event_id, int32_t output_index, const Tenso
   t.output_index.push_back(output_index);
   t.slot.push_back(f.slot);
   t.dtype.push_back(DtypeId(f.dtype));
-  t.unknown_rank.push_back(f.unknown_rank ? 1 : 0);
+  PushFlag(t.unknown_rank, f.unknown_rank);
   t.num_elements.push_back(known ? elements : 0);
-  t.num_elements_valid.push_back(known ? 1 : 0);
+  PushFlag(t.num_elements_valid, known);
   t.requested_bytes.push_back(f.requested_bytes);
   t.allocated_bytes.push_back(f.allocated_bytes);
   t.allocator.push_back(f.allocator);
   t.allocation_id.push_back(f.allocation_id);
   t.ptr.push_back(f.ptr);
-  t.has_single_reference.push_back(f.has_single_reference ? 1 : 0);
+  PushFlag(t.has_single_reference, f.has_single_reference);
 }
 
 void TraceBuilder::EndAllocation(int64_t event_id, const AllocationFields& f,
@@ -298,8 +316,8 @@ void TraceBuilder::EndCostNode(const CostNodeFields& f) {
   c.memory_time.push_back(f.memory_time);
   c.temporary_memory_size.push_back(f.temporary_memory_size);
   c.persistent_memory_size.push_back(f.persistent_memory_size);
-  c.is_final.push_back(f.is_final ? 1 : 0);
-  c.inaccurate.push_back(f.inaccurate ? 1 : 0);
+  PushFlag(c.is_final, f.is_final);
+  PushFlag(c.inaccurate, f.inaccurate);
   c.input_nodes.CloseRow();
   c.control_inputs.CloseRow();
   c.output_sizes.CloseRow();

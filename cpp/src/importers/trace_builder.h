@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <functional>
 #include <string_view>
@@ -85,12 +86,34 @@ class TraceBuilder {
   uint32_t InternRepeated(std::string_view s) {
     const size_t slot = (s.size() * 7 + (s.empty() ? 0 : static_cast<uint8_t>(s.back()))) & 15;
     RecentName& r = recent_[slot];
-    if (r.id != StringPool::kInvalidUtf8 && t_.pool.Get(r.id) == s) return r.id;
+    if (r.id != StringPool::kInvalidUtf8 && StringPool::Equal(t_.pool.Get(r.id), s)) return r.id;
     const uint32_t id = t_.pool.Intern(s);
     if (id != StringPool::kInvalidUtf8) r.id = id;
     return id;
   }
   StringPool& pool() { return t_.pool; }
+
+  // Interns a node name: the same few thousand names come back step after step, so a
+  // direct-mapped cache keyed by a cheap fold of all the name's bytes answers most of them
+  // with one compare instead of the pool's full hash.
+  uint32_t InternNodeName(std::string_view s) {
+    const size_t n = s.size();
+    if (n < 8) return t_.pool.Intern(s);
+    const char* d = s.data();
+    uint64_t k = n;
+    uint64_t w;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      std::memcpy(&w, d + i, 8);
+      k = ((k << 7) | (k >> 57)) ^ w;
+    }
+    std::memcpy(&w, d + n - 8, 8);
+    k = (((k << 7) | (k >> 57)) ^ w) * 0x9E3779B97F4A7C15ull;
+    uint32_t& cached = node_names_[k >> (64 - kNodeNameBits)];
+    if (cached != StringPool::kInvalidUtf8 && t_.pool.Get(cached) == s) return cached;
+    const uint32_t id = t_.pool.Intern(s);
+    if (id != StringPool::kInvalidUtf8) cached = id;
+    return id;
+  }
 
   // Device blocks. Events are added between Begin and End; the device name may come anywhere
   // in the block, so it is filled into the block's events at the end.
@@ -170,7 +193,7 @@ class TraceBuilder {
 
  private:
   uint32_t DtypeId(int32_t dtype);
-  uint32_t OpFor(const EventFields& f);
+  uint32_t OpFor(const EventFields& f, uint32_t label);
   uint32_t LabelFor(const EventFields& f);
 
   TraceTables& t_;
@@ -184,7 +207,15 @@ class TraceBuilder {
     uint32_t id = StringPool::kInvalidUtf8;
   };
   RecentName recent_[16];
-  std::vector<uint32_t> op_of_node_;     // node_name id -> last op id derived for it (cache)
+  static constexpr int kNodeNameBits = 12;
+  uint32_t node_names_[size_t{1} << kNodeNameBits];  // InternNodeName's cache: id or kInvalidUtf8
+  // node_name id -> the label id its op was last derived with, and that op (cache: the op is
+  // a function of the node name and the label).
+  struct OpOfNode {
+    uint32_t label = StringPool::kInvalidUtf8;  // none yet
+    uint32_t op = StringPool::kInvalidUtf8;
+  };
+  std::vector<OpOfNode> op_of_node_;
   std::vector<uint32_t> label_of_node_;  // node_name id -> last label id seen with it (cache)
 };
 

@@ -1,8 +1,12 @@
 // Memory replays: the allocation records as the allocator saw them, and TensorFlow timeline.py's
 // tensor-lifetime model reproduced exactly (see docs/queries.md).
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <numeric>
 #include <string>
+#include <thread>
+#include <type_traits>
 
 #include "query/queries.h"
 #include "query/radix_sort.h"
@@ -18,10 +22,17 @@ struct Change {
 };
 
 // Allocators in the order of their names, restricted to `only` unless it is kNotFound.
-std::vector<uint32_t> SortedAllocators(const StringPool& pool, std::vector<uint32_t> ids,
+std::vector<uint32_t> SortedAllocators(const StringPool& pool, const std::vector<uint32_t>& column,
                                        uint32_t only) {
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // Distinct ids in O(n) (a column may hold tens of millions of rows, the pool few strings).
+  std::vector<uint8_t> seen(pool.size(), 0);
+  std::vector<uint32_t> ids;
+  for (uint32_t id : column) {
+    if (id < seen.size() && !seen[id]) {
+      seen[id] = 1;
+      ids.push_back(id);
+    }
+  }
   if (only != StringPool::kNotFound) {
     ids.erase(std::remove_if(ids.begin(), ids.end(), [&](uint32_t a) { return a != only; }),
               ids.end());
@@ -31,22 +42,25 @@ std::vector<uint32_t> SortedAllocators(const StringPool& pool, std::vector<uint3
   return ids;
 }
 
-// Replays `changes` (already in replay order) of one allocator: appends the timeline rows and
-// returns the index of the change after which the peak was first reached (or SIZE_MAX).
-size_t ReplayAllocator(uint32_t allocator, const std::vector<Change>& changes, int64_t baseline,
+// Replays one allocator's changes, given in replay order by `at(k)` -> {time, bytes} for
+// k in [0, n): appends the timeline rows and returns the index of the change after which the
+// peak was first reached (or SIZE_MAX).
+template <class At>
+size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t baseline,
                        ReplayTimeline* timeline, int64_t* peak_bytes, int64_t* peak_time) {
   int64_t level = baseline;
   *peak_bytes = 0;
   *peak_time = 0;
   size_t peak_at = SIZE_MAX;
   size_t i = 0;
-  while (i < changes.size()) {
-    const int64_t now = changes[i].time;
+  while (i < n) {
+    const int64_t now = at(i).time;
     int64_t delta = 0;
     size_t j = i;
-    while (j < changes.size() && changes[j].time == now) {
-      delta = CheckedAdd(delta, changes[j].bytes, "memory replay delta");
-      ++j;
+    for (; j < n; ++j) {
+      const Change c = at(j);
+      if (c.time != now) break;
+      delta = CheckedAdd(delta, c.bytes, "memory replay delta");
     }
     level = CheckedAdd(level, delta, "memory replay level");
     timeline->allocator.push_back(allocator);
@@ -63,21 +77,138 @@ size_t ReplayAllocator(uint32_t allocator, const std::vector<Change>& changes, i
   return peak_at;
 }
 
+// The records of `allocators` (ids into the pool, in output order), bucketed per allocator and
+// sorted by time within each bucket (stably: ties keep file order). Every real trace takes the
+// packed path: 8-byte keys (time - bucket's min time) << shift | record row, radix-sorted on
+// the time bytes only; the record is then read back through the row. Otherwise (a time range
+// near 2^64) 24-byte changes are sorted.
+class RecordOrder {
+ public:
+  RecordOrder(const AllocRecordTable& r, const std::vector<uint32_t>& allocators, size_t pool_size)
+      : r_(r), begin_(allocators.size() + 1, 0), lo_(allocators.size(), INT64_MAX) {
+    constexpr uint32_t kSkip = UINT32_MAX;
+    std::vector<uint32_t> slot(pool_size, kSkip);
+    for (size_t k = 0; k < allocators.size(); ++k) slot[allocators[k]] = static_cast<uint32_t>(k);
+    std::vector<int64_t> hi(allocators.size(), INT64_MIN);
+    // Record times come from alloc_micros: multiples of 1000 ns. Then the keys hold
+    // (time - min) / 1000, ten bits fewer to sort.
+    bool whole_micros = true;
+    for (size_t i = 0; i < r.size(); ++i) {
+      const uint32_t s = slot[r.allocator[i]];
+      if (s == kSkip) continue;
+      ++begin_[s + 1];
+      lo_[s] = std::min(lo_[s], r.time_ns[i]);
+      hi[s] = std::max(hi[s], r.time_ns[i]);
+      whole_micros &= r.time_ns[i] % 1000 == 0;
+    }
+    for (size_t k = 0; k < allocators.size(); ++k) begin_[k + 1] += begin_[k];
+    scale_ = whole_micros ? 1000 : 1;
+    int max_range_bits = 0;
+    for (size_t k = 0; k < allocators.size(); ++k) {
+      if (begin_[k + 1] == begin_[k]) continue;
+      const uint64_t range = (static_cast<uint64_t>(hi[k]) - static_cast<uint64_t>(lo_[k])) / scale_;
+      max_range_bits = std::max(max_range_bits, range == 0 ? 0 : 64 - __builtin_clzll(range));
+    }
+    // Rows take the low `shift_` bits: rounded up to whole bytes when the time still fits (the
+    // sort then reads only time bytes), else exactly (a byte mixing row and time bits is sorted
+    // on too: rows are in file order, so ties stay in file order either way).
+    int row_bits = 1;
+    while (row_bits < 64 && (uint64_t{1} << row_bits) < r.size()) ++row_bits;
+    const int aligned = (row_bits + 7) / 8 * 8;
+    shift_ = max_range_bits + aligned <= 64 ? aligned : row_bits;
+    packed_ = max_range_bits + shift_ <= 64;
+    row_bytes_ = shift_ / 8;
+    std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
+    if (packed_) {
+      mask_ = shift_ == 64 ? ~uint64_t{0} : (uint64_t{1} << shift_) - 1;
+      keys_.resize(begin_.back());
+      const auto fill_keys = [&](auto divisor) {  // a constant divisor: a multiply, not a div
+        for (size_t i = 0; i < r.size(); ++i) {
+          const uint32_t s = slot[r.allocator[i]];
+          if (s == kSkip) continue;
+          const uint64_t rel =
+              (static_cast<uint64_t>(r.time_ns[i]) - static_cast<uint64_t>(lo_[s])) / decltype(divisor)::value;
+          keys_[fill[s]++] = (shift_ == 64 ? 0 : rel << shift_) | i;
+        }
+      };
+      if (scale_ == 1000) {
+        fill_keys(std::integral_constant<uint64_t, 1000>());
+      } else {
+        fill_keys(std::integral_constant<uint64_t, 1>());
+      }
+      // Buckets are sorted in parallel (largest first) when there is enough work.
+      std::vector<size_t> todo(allocators.size());
+      std::iota(todo.begin(), todo.end(), size_t{0});
+      std::sort(todo.begin(), todo.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
+      std::atomic<size_t> next{0};
+      const auto worker = [&] {
+        std::vector<uint64_t> scratch;
+        for (size_t q = next++; q < todo.size(); q = next++) {
+          const size_t k = todo[q];
+          RadixSort(keys_.data() + begin_[k], size(k), scratch, [](uint64_t key) { return key; },
+                    row_bytes_);
+        }
+      };
+      const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+      const size_t n_threads = total() < (size_t{1} << 20) ? 1 : std::min(hw, todo.size());
+      std::vector<std::thread> helpers;
+      for (size_t w = 1; w < n_threads; ++w) helpers.emplace_back(worker);
+      worker();
+      for (std::thread& h : helpers) h.join();
+    } else {
+      changes_.resize(begin_.back());
+      for (size_t i = 0; i < r.size(); ++i) {
+        const uint32_t s = slot[r.allocator[i]];
+        if (s != kSkip) changes_[fill[s]++] = Change{r.time_ns[i], r.bytes[i], static_cast<uint32_t>(i), 0};
+      }
+      std::vector<Change> scratch;
+      for (size_t k = 0; k < allocators.size(); ++k) {
+        RadixSort(changes_.data() + begin_[k], begin_[k + 1] - begin_[k], scratch,
+                  [](const Change& c) { return OrderedKey(c.time); });
+      }
+    }
+  }
+
+  size_t total() const { return begin_.back(); }
+  size_t size(size_t k) const { return begin_[k + 1] - begin_[k]; }
+  // The j-th change of bucket k in replay order; `name` is the record row.
+  Change at(size_t k, size_t j) const {
+    if (!packed_) return changes_[begin_[k] + j];
+    const uint64_t key = keys_[begin_[k] + j];
+    const size_t row = static_cast<size_t>(key & mask_);
+    const uint64_t rel = shift_ == 64 ? 0 : key >> shift_;
+    const auto time = static_cast<int64_t>(static_cast<uint64_t>(lo_[k]) + rel * scale_);
+    return Change{time, r_.bytes[row], static_cast<uint32_t>(row), 0};
+  }
+
+ private:
+  const AllocRecordTable& r_;
+  std::vector<size_t> begin_;
+  std::vector<int64_t> lo_;
+  int row_bytes_ = 1;
+  uint64_t scale_ = 1;
+  int shift_ = 0;
+  uint64_t mask_ = 0;
+  bool packed_ = true;
+  std::vector<uint64_t> keys_;
+  std::vector<Change> changes_;
+};
+
 }  // namespace
 
 Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline) {
   const AllocRecordTable& r = t.alloc_records;
   Replay out;
   const std::vector<uint32_t> allocators = SortedAllocators(t.pool, r.allocator, only);
-  std::vector<Change> changes, scratch;
-  for (uint32_t allocator : allocators) {
-    changes.clear();
-    for (size_t i = 0; i < r.size(); ++i) {
-      if (r.allocator[i] == allocator) {
-        changes.push_back(Change{r.time_ns[i], r.bytes[i], static_cast<uint32_t>(i), 0});
-      }
-    }
-    RadixSort(changes, scratch, [](const Change& c) { return OrderedKey(c.time); });
+  const RecordOrder order(r, allocators, t.pool.size());
+  out.timeline.allocator.reserve(order.total());
+  out.timeline.time_ns.reserve(order.total());
+  out.timeline.delta_bytes.reserve(order.total());
+  out.timeline.bytes_in_use.reserve(order.total());
+  for (size_t k = 0; k < allocators.size(); ++k) {
+    const uint32_t allocator = allocators[k];
+    const size_t n_changes = order.size(k);
+    const auto at = [&](size_t j) { return order.at(k, j); };
     int64_t baseline = 0;
     if (snapshot_baseline) {
       // Align the replay with the allocator's first allocator_bytes_in_use snapshot.
@@ -94,10 +225,11 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
         if (si < sb || (si == sb && a.event_id[i] < a.event_id[best])) best = i;
       }
       if (best != SIZE_MAX) {
-        const int64_t at = t.events.start_ns[static_cast<size_t>(a.event_id[best])];
+        const int64_t when = t.events.start_ns[static_cast<size_t>(a.event_id[best])];
         int64_t level_then = 0;
-        for (const Change& c : changes) {
-          if (c.time > at) break;
+        for (size_t j = 0; j < n_changes; ++j) {
+          const Change c = at(j);
+          if (c.time > when) break;
           level_then = CheckedAdd(level_then, c.bytes, "memory replay level");
         }
         baseline = CheckedSub(a.allocator_bytes_in_use[best], level_then, "snapshot baseline");
@@ -105,11 +237,11 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
     }
     int64_t peak_bytes, peak_time;
     const size_t peak_at =
-        ReplayAllocator(allocator, changes, baseline, &out.timeline, &peak_bytes, &peak_time);
+        ReplayAllocator(allocator, n_changes, at, baseline, &out.timeline, &peak_bytes, &peak_time);
     int64_t live = 0;
     if (peak_at != SIZE_MAX) {
-      for (size_t i = 0; i <= peak_at; ++i) {
-        const Change& c = changes[i];
+      for (size_t j = 0; j <= peak_at; ++j) {
+        const Change c = at(j);
         if (c.bytes > 0) {
           ++live;
           out.live.allocator.push_back(allocator);
@@ -124,7 +256,7 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
     out.peaks.peak_bytes.push_back(peak_bytes);
     out.peaks.peak_time_ns.push_back(peak_time);
     out.peaks.live_tensors.push_back(live);
-    out.peaks.n_changes.push_back(static_cast<int64_t>(changes.size()));
+    out.peaks.n_changes.push_back(static_cast<int64_t>(n_changes));
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "importers/binary_proto/binary_parser.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "importers/binary_proto/wire_reader.h"
@@ -9,9 +10,13 @@ namespace {
 
 using Bytes = std::string_view;
 
+// The key of field `field` with wire type `wt`: what the wire format writes before a value.
+constexpr uint64_t K(uint32_t field, WireType wt) { return (uint64_t{field} << 3) | wt; }
+
 class BinaryParser {
  public:
-  BinaryParser(const uint8_t* base, TraceBuilder& b) : r_(base), b_(b) {}
+  // `limit`: the end of the readable input (see WireReader).
+  BinaryParser(const uint8_t* base, const uint8_t* limit, TraceBuilder& b) : r_(base, limit), b_(b) {}
 
   void RunMetadata(Bytes m);
   void StepStats(Bytes m);
@@ -23,102 +28,58 @@ class BinaryParser {
   static const uint8_t* Begin(Bytes m) { return reinterpret_cast<const uint8_t*>(m.data()); }
   static const uint8_t* End(Bytes m) { return Begin(m) + m.size(); }
 
-  // Decodes every field of message `m`, handing (field number, wire type, cursor) to
-  // `on_field`, which consumes the value and returns true, or returns false without consuming
-  // anything for a field that is skipped as unknown (including a known number with an
-  // unexpected wire type, as protobuf does).
-  template <class OnField>
-  void Message(Bytes m, OnField&& on_field) {
+  // Decodes every field of message `m`, handing (key, cursor) to `on_key`, which consumes the
+  // value and returns true for the keys (field number and wire type) it knows, or returns
+  // false without consuming anything for a field that is skipped as unknown (including a known
+  // number with an unexpected wire type, as protobuf does).
+  template <class OnKey>
+  __attribute__((always_inline)) void Message(Bytes m, OnKey&& on_key) {
     const uint8_t* p = Begin(m);
     const uint8_t* end = End(m);
     while (p < end) {
       const uint8_t* key_at = p;
       const uint64_t key = r_.Varint(p, end);
-      const uint64_t field = key >> 3;
-      const uint32_t wire_type = static_cast<uint32_t>(key & 7);
-      if (field == 0 || field > 0x1FFFFFFF) {
-        r_.Fail(key_at, "invalid field number " + std::to_string(field));
-      }
-      if (!on_field(static_cast<uint32_t>(field), wire_type, p, end)) {
-        b_.CountUnknownField();
-        r_.Skip(static_cast<uint32_t>(field), wire_type, p, end);
-      }
+      if (!on_key(key, p, end)) Unknown(key_at, key, p, end);
     }
   }
+  void Unknown(const uint8_t* key_at, uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    const uint64_t field = key >> 3;
+    if (field == 0 || field > 0x1FFFFFFF) {
+      r_.Fail(key_at, "invalid field number " + std::to_string(field));
+    }
+    b_.CountUnknownField();
+    r_.Skip(static_cast<uint32_t>(field), static_cast<uint32_t>(key & 7), p, end);
+  }
 
-  // Typed field readers: each returns false (consuming nothing) on a wire-type mismatch.
-  bool Int64(uint32_t wt, const uint8_t*& p, const uint8_t* end, int64_t* out) {
-    if (wt != kVarint) return false;
-    *out = static_cast<int64_t>(r_.Varint(p, end));
-    return true;
+  // Typed values, after their key.
+  int64_t Int64(const uint8_t*& p, const uint8_t* end) {
+    return static_cast<int64_t>(r_.Varint(p, end));
   }
-  bool Int32(uint32_t wt, const uint8_t*& p, const uint8_t* end, int32_t* out) {
-    if (wt != kVarint) return false;
-    *out = static_cast<int32_t>(static_cast<uint32_t>(r_.Varint(p, end)));
-    return true;
+  int32_t Int32(const uint8_t*& p, const uint8_t* end) {
+    return static_cast<int32_t>(static_cast<uint32_t>(r_.Varint(p, end)));
   }
-  bool UInt32(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint32_t* out) {
-    if (wt != kVarint) return false;
-    *out = static_cast<uint32_t>(r_.Varint(p, end));
-    return true;
-  }
-  bool UInt64(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint64_t* out) {
-    if (wt != kVarint) return false;
-    *out = r_.Varint(p, end);
-    return true;
-  }
-  bool Bool(uint32_t wt, const uint8_t*& p, const uint8_t* end, bool* out) {
-    if (wt != kVarint) return false;
-    *out = r_.Varint(p, end) != 0;
-    return true;
-  }
-  bool String(uint32_t wt, const uint8_t*& p, const uint8_t* end, Bytes* out) {
-    if (wt != kLengthDelimited) return false;
+  Bytes Sub(const uint8_t*& p, const uint8_t* end) { return r_.LengthDelimited(p, end); }
+  Bytes String(const uint8_t*& p, const uint8_t* end) {
     const uint8_t* at = p;
-    *out = r_.LengthDelimited(p, end);
-    if (!StringPool::IsValidUtf8(*out)) r_.Fail(at, "string is not valid UTF-8");
-    return true;
+    const Bytes s = r_.LengthDelimited(p, end);
+    if (!StringPool::IsValidUtf8(s)) r_.FailValue(at, "string is not valid UTF-8");
+    return s;
   }
-  bool Intern(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint32_t* out) {
-    return InternWith(wt, p, end, out, false);
-  }
-  // For names that repeat record after record (allocators, devices).
-  bool InternRepeated(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint32_t* out) {
-    return InternWith(wt, p, end, out, true);
-  }
-  bool InternWith(uint32_t wt, const uint8_t*& p, const uint8_t* end, uint32_t* out, bool repeated) {
-    if (wt != kLengthDelimited) return false;
+  // `repeated`: for names that repeat record after record (allocators, devices).
+  uint32_t Intern(const uint8_t*& p, const uint8_t* end, bool repeated = false) {
     const uint8_t* at = p;
     const Bytes s = r_.LengthDelimited(p, end);
     const uint32_t id = repeated ? b_.InternRepeated(s) : b_.pool().Intern(s);
-    if (id == StringPool::kInvalidUtf8) r_.Fail(at, "string is not valid UTF-8");
-    *out = id;
-    return true;
+    if (id == StringPool::kInvalidUtf8) r_.FailValue(at, "string is not valid UTF-8");
+    return id;
   }
-  template <class Body>
-  bool Sub(uint32_t wt, const uint8_t*& p, const uint8_t* end, Body&& body) {
-    if (wt != kLengthDelimited) return false;
-    body(r_.LengthDelimited(p, end));
-    return true;
-  }
-  // A repeated varint field, packed (one length-delimited run) or not.
+  // A repeated varint field, one value (wire type varint) or a packed run.
   template <class Each>
-  bool RepeatedVarint(uint32_t wt, const uint8_t*& p, const uint8_t* end, Each&& each) {
-    if (wt == kVarint) {
-      each(r_.Varint(p, end));
-      return true;
-    }
-    if (wt != kLengthDelimited) return false;
+  void PackedVarints(const uint8_t*& p, const uint8_t* end, Each&& each) {
     const Bytes packed = r_.LengthDelimited(p, end);
     const uint8_t* q = Begin(packed);
     const uint8_t* q_end = End(packed);
     while (q < q_end) each(r_.Varint(q, q_end));
-    return true;
-  }
-  // A known field whose value tracecore does not keep.
-  bool Ignore(uint32_t field, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    r_.Skip(field, wt, p, end);
-    return true;
   }
 
   void NodeExecStats(Bytes m, int32_t device_index);
@@ -133,12 +94,12 @@ class BinaryParser {
   void GraphDef(Bytes m, const GraphKey& key);
   void FunctionGraphs(Bytes m);
   void SessionMetadata(Bytes m) {
-    Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-      Bytes name;
-      int64_t version;
-      if (f == 1) return String(wt, p, end, &name);
-      if (f == 2) return Int64(wt, p, end, &version);
-      return false;
+    Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+      switch (key) {
+        case K(1, kLengthDelimited): String(p, end); return true;
+        case K(2, kVarint): Int64(p, end); return true;
+        default: return false;
+      }
     });
   }
 
@@ -148,25 +109,29 @@ class BinaryParser {
 };
 
 void BinaryParser::RunMetadata(Bytes m) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    if (f >= 1 && f <= 5 && wt == kLengthDelimited) saw_known_field_ = true;
-    switch (f) {
-      case 1: return Sub(wt, p, end, [&](Bytes s) { StepStats(s); });
-      case 2: return Sub(wt, p, end, [&](Bytes s) { CostGraph(s); });
-      case 3: return Sub(wt, p, end, [&](Bytes s) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kLengthDelimited): saw_known_field_ = true; StepStats(Sub(p, end)); return true;
+      case K(2, kLengthDelimited): saw_known_field_ = true; CostGraph(Sub(p, end)); return true;
+      case K(3, kLengthDelimited): {
+        saw_known_field_ = true;
+        const Bytes s = Sub(p, end);
         GraphDef(s, GraphKey{0, 0, reinterpret_cast<uintptr_t>(s.data())});
-      });
-      case 4: return Sub(wt, p, end, [&](Bytes s) { FunctionGraphs(s); });
-      case 5: return Sub(wt, p, end, [&](Bytes s) { SessionMetadata(s); });
+        return true;
+      }
+      case K(4, kLengthDelimited): saw_known_field_ = true; FunctionGraphs(Sub(p, end)); return true;
+      case K(5, kLengthDelimited): saw_known_field_ = true; SessionMetadata(Sub(p, end)); return true;
       default: return false;
     }
   });
 }
 
 void BinaryParser::StepStats(Bytes m) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    if (f == 1 && wt == kLengthDelimited) saw_known_field_ = true;
-    return f == 1 && Sub(wt, p, end, [&](Bytes s) { DeviceStepStats(s); });
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    if (key != K(1, kLengthDelimited)) return false;
+    saw_known_field_ = true;
+    DeviceStepStats(Sub(p, end));
+    return true;
   });
 }
 
@@ -175,21 +140,23 @@ void BinaryParser::DeviceStepStats(Bytes m) {
   const size_t first_event = b_.event_count();
   const size_t first_thread_name = b_.thread_name_count();
   uint32_t device = StringPool::kEmptyId;
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    switch (f) {
-      case 1: return InternRepeated(wt, p, end, &device);
-      case 2: return Sub(wt, p, end, [&](Bytes s) { NodeExecStats(s, device_index); });
-      case 3:
-        return Sub(wt, p, end, [&](Bytes s) {
-          uint32_t key = 0;
-          Bytes value;
-          Message(s, [&](uint32_t ef, uint32_t ewt, const uint8_t*& q, const uint8_t* qend) {
-            if (ef == 1) return UInt32(ewt, q, qend, &key);
-            if (ef == 2) return String(ewt, q, qend, &value);
-            return false;
-          });
-          b_.AddThreadName(device_index, key, value);
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kLengthDelimited): device = Intern(p, end, true); return true;
+      case K(2, kLengthDelimited): NodeExecStats(Sub(p, end), device_index); return true;
+      case K(3, kLengthDelimited): {
+        uint32_t thread = 0;
+        Bytes value;
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+          switch (k) {
+            case K(1, kVarint): thread = static_cast<uint32_t>(r_.Varint(q, qend)); return true;
+            case K(2, kLengthDelimited): value = String(q, qend); return true;
+            default: return false;
+          }
         });
+        b_.AddThreadName(device_index, thread, value);
+        return true;
+      }
       default: return false;
     }
   });
@@ -200,42 +167,44 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
   const int64_t event_id = b_.BeginEvent();
   EventFields e;
   int32_t output_index = 0;
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    switch (f) {
-      case 1: return Intern(wt, p, end, &e.node_name);
-      case 2: return Int64(wt, p, end, &e.all_start_micros);
-      case 3: return Int64(wt, p, end, &e.op_start_rel_micros);
-      case 4: return Int64(wt, p, end, &e.op_end_rel_micros);
-      case 5: return Int64(wt, p, end, &e.all_end_rel_micros);
-      case 6: return Sub(wt, p, end, [&](Bytes s) { AllocatorMemoryUsed(s, event_id); });
-      case 7: return Sub(wt, p, end, [&](Bytes s) { NodeOutput(s, event_id, output_index++); });
-      case 8: {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kLengthDelimited): {
+        const uint8_t* at = p;
+        e.node_name = b_.InternNodeName(r_.LengthDelimited(p, end));
+        if (e.node_name == StringPool::kInvalidUtf8) r_.FailValue(at, "string is not valid UTF-8");
+        return true;
+      }
+      case K(2, kVarint): e.all_start_micros = Int64(p, end); return true;
+      case K(3, kVarint): e.op_start_rel_micros = Int64(p, end); return true;
+      case K(4, kVarint): e.op_end_rel_micros = Int64(p, end); return true;
+      case K(5, kVarint): e.all_end_rel_micros = Int64(p, end); return true;
+      case K(6, kLengthDelimited): AllocatorMemoryUsed(Sub(p, end), event_id); return true;
+      case K(7, kLengthDelimited): NodeOutput(Sub(p, end), event_id, output_index++); return true;
+      case K(8, kLengthDelimited):
         // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
-        if (wt != kLengthDelimited) return false;
         e.label = r_.LengthDelimited(p, end);
         e.has_label = true;
         return true;
-      }
-      case 9: return Int64(wt, p, end, &e.scheduled_micros);
-      case 10: return UInt32(wt, p, end, &e.thread_id);
-      case 11:
+      case K(9, kVarint): e.scheduled_micros = Int64(p, end); return true;
+      case K(10, kVarint): e.thread_id = static_cast<uint32_t>(r_.Varint(p, end)); return true;
+      case K(11, kLengthDelimited): {
         // referenced_tensor: not exported, but validated like every other field.
-        return Sub(wt, p, end, [&](Bytes s) {
-          TensorFields ignored;
-          AllocationDescription(s, &ignored);
-        });
-      case 12: return Sub(wt, p, end, [&](Bytes s) { MemoryStats(s, event_id, &e); });
-      case 13: return Int64(wt, p, end, &e.all_start_nanos);
-      case 14: return Int64(wt, p, end, &e.op_start_rel_nanos);
-      case 15: return Int64(wt, p, end, &e.op_end_rel_nanos);
-      case 16: return Int64(wt, p, end, &e.all_end_rel_nanos);
-      case 17: return Int64(wt, p, end, &e.scheduled_nanos);
+        TensorFields ignored;
+        AllocationDescription(Sub(p, end), &ignored);
+        return true;
+      }
+      case K(12, kLengthDelimited): MemoryStats(Sub(p, end), event_id, &e); return true;
+      case K(13, kVarint): e.all_start_nanos = Int64(p, end); return true;
+      case K(14, kVarint): e.op_start_rel_nanos = Int64(p, end); return true;
+      case K(15, kVarint): e.op_end_rel_nanos = Int64(p, end); return true;
+      case K(16, kVarint): e.all_end_rel_nanos = Int64(p, end); return true;
+      case K(17, kVarint): e.scheduled_nanos = Int64(p, end); return true;
       default: return false;
     }
   });
   if (const char* error = b_.EndEvent(device_index, e)) {
-    if (error == TraceBuilder::kTimeOutOfRange) r_.FailOutOfRange(Begin(m), error);
-    r_.Fail(Begin(m), error);
+    r_.FailValue(Begin(m), error);  // a time out of range or a label that is not UTF-8
   }
   b_.Consumed(reinterpret_cast<const char*>(End(m)));
 }
@@ -243,25 +212,28 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
 void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
   AllocationFields a;
   const size_t first_record = b_.alloc_record_count();
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    switch (f) {
-      case 1: return InternRepeated(wt, p, end, &a.allocator);
-      case 2: return Int64(wt, p, end, &a.total_bytes);
-      case 3: return Int64(wt, p, end, &a.peak_bytes);
-      case 4: return Int64(wt, p, end, &a.live_bytes);
-      case 5: return Int64(wt, p, end, &a.allocator_bytes_in_use);
-      case 6:
-        return Sub(wt, p, end, [&](Bytes s) {
-          int64_t micros = 0, bytes = 0;
-          Message(s, [&](uint32_t rf, uint32_t rwt, const uint8_t*& q, const uint8_t* qend) {
-            if (rf == 1) return Int64(rwt, q, qend, &micros);
-            if (rf == 2) return Int64(rwt, q, qend, &bytes);
-            return false;
-          });
-          bool overflow = false;
-          b_.AddAllocRecord(event_id, micros, bytes, &overflow);
-          if (overflow) r_.FailOutOfRange(Begin(s), "alloc_micros out of range: nanoseconds overflow int64");
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kLengthDelimited): a.allocator = Intern(p, end, true); return true;
+      case K(2, kVarint): a.total_bytes = Int64(p, end); return true;
+      case K(3, kVarint): a.peak_bytes = Int64(p, end); return true;
+      case K(4, kVarint): a.live_bytes = Int64(p, end); return true;
+      case K(5, kVarint): a.allocator_bytes_in_use = Int64(p, end); return true;
+      case K(6, kLengthDelimited): {
+        const Bytes s = Sub(p, end);
+        int64_t micros = 0, bytes = 0;
+        Message(s, [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+          switch (k) {
+            case K(1, kVarint): micros = Int64(q, qend); return true;
+            case K(2, kVarint): bytes = Int64(q, qend); return true;
+            default: return false;
+          }
         });
+        bool overflow = false;
+        b_.AddAllocRecord(event_id, micros, bytes, &overflow);
+        if (overflow) r_.FailValue(Begin(s), "alloc_micros out of range: nanoseconds overflow int64");
+        return true;
+      }
       default: return false;
     }
   });
@@ -270,146 +242,146 @@ void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
 
 void BinaryParser::NodeOutput(Bytes m, int64_t event_id, int32_t output_index) {
   TensorFields t;
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    if (f == 1) return Int32(wt, p, end, &t.slot);
-    if (f == 3) return Sub(wt, p, end, [&](Bytes s) { TensorDescription(s, &t); });
-    return false;
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kVarint): t.slot = Int32(p, end); return true;
+      case K(3, kLengthDelimited): TensorDescription(Sub(p, end), &t); return true;
+      default: return false;
+    }
   });
   b_.EndTensor(event_id, output_index, t);
 }
 
 void BinaryParser::TensorDescription(Bytes m, TensorFields* t) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    switch (f) {
-      case 1: return Int32(wt, p, end, &t->dtype);
-      case 2: return Sub(wt, p, end, [&](Bytes s) { TensorShape(s, true, &t->unknown_rank); });
-      case 4: return Sub(wt, p, end, [&](Bytes s) { AllocationDescription(s, t); });
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kVarint): t->dtype = Int32(p, end); return true;
+      case K(2, kLengthDelimited): TensorShape(Sub(p, end), true, &t->unknown_rank); return true;
+      case K(4, kLengthDelimited): AllocationDescription(Sub(p, end), t); return true;
       default: return false;
     }
   });
 }
 
 void BinaryParser::TensorShape(Bytes m, bool keep_dims, bool* unknown_rank) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    if (f == 2) {
-      return Sub(wt, p, end, [&](Bytes s) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(2, kLengthDelimited): {
         int64_t size = 0;
-        Message(s, [&](uint32_t df, uint32_t dwt, const uint8_t*& q, const uint8_t* qend) {
-          if (df == 1) return Int64(dwt, q, qend, &size);
-          if (df == 2) {
-            Bytes name;
-            return String(dwt, q, qend, &name);
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+          switch (k) {
+            case K(1, kVarint): size = Int64(q, qend); return true;
+            case K(2, kLengthDelimited): String(q, qend); return true;
+            default: return false;
           }
-          return false;
         });
         if (keep_dims) b_.AddDim(size);
-      });
+        return true;
+      }
+      case K(3, kVarint): *unknown_rank = r_.Varint(p, end) != 0; return true;
+      default: return false;
     }
-    if (f == 3) return Bool(wt, p, end, unknown_rank);
-    return false;
   });
 }
 
 void BinaryParser::AllocationDescription(Bytes m, TensorFields* t) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    switch (f) {
-      case 1: return Int64(wt, p, end, &t->requested_bytes);
-      case 2: return Int64(wt, p, end, &t->allocated_bytes);
-      case 3: return InternRepeated(wt, p, end, &t->allocator);
-      case 4: return Int64(wt, p, end, &t->allocation_id);
-      case 5: return Bool(wt, p, end, &t->has_single_reference);
-      case 6: return UInt64(wt, p, end, &t->ptr);
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kVarint): t->requested_bytes = Int64(p, end); return true;
+      case K(2, kVarint): t->allocated_bytes = Int64(p, end); return true;
+      case K(3, kLengthDelimited): t->allocator = Intern(p, end, true); return true;
+      case K(4, kVarint): t->allocation_id = Int64(p, end); return true;
+      case K(5, kVarint): t->has_single_reference = r_.Varint(p, end) != 0; return true;
+      case K(6, kVarint): t->ptr = r_.Varint(p, end); return true;
       default: return false;
     }
   });
 }
 
 void BinaryParser::MemoryStats(Bytes m, int64_t event_id, EventFields* e) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    int64_t ignored;
-    switch (f) {
-      case 1: return Int64(wt, p, end, &e->temp_memory_size);
-      case 2: return Int64(wt, p, end, &ignored);
-      case 3: return Int64(wt, p, end, &e->persistent_memory_size);
-      case 4: return Int64(wt, p, end, &ignored);
-      case 5:
-        return RepeatedVarint(wt, p, end, [&](uint64_t v) {
-          b_.AddPersistentTensor(event_id, static_cast<int64_t>(v));
-        });
-      case 6: return RepeatedVarint(wt, p, end, [](uint64_t) {});
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    const auto keep = [&](uint64_t v) { b_.AddPersistentTensor(event_id, static_cast<int64_t>(v)); };
+    switch (key) {
+      case K(1, kVarint): e->temp_memory_size = Int64(p, end); return true;
+      case K(2, kVarint): Int64(p, end); return true;
+      case K(3, kVarint): e->persistent_memory_size = Int64(p, end); return true;
+      case K(4, kVarint): Int64(p, end); return true;
+      case K(5, kVarint): keep(r_.Varint(p, end)); return true;
+      case K(5, kLengthDelimited): PackedVarints(p, end, keep); return true;
+      case K(6, kVarint): r_.Varint(p, end); return true;
+      case K(6, kLengthDelimited): PackedVarints(p, end, [](uint64_t) {}); return true;
       default: return false;
     }
   });
 }
 
 void BinaryParser::CostGraph(Bytes m) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    if (f == 1) return Sub(wt, p, end, [&](Bytes s) { CostNode(s); });
-    if (f == 2) {
-      // AggregatedCost {float cost = 1; string dimension = 2;}: validated, not exported.
-      return Sub(wt, p, end, [&](Bytes s) {
-        Message(s, [&](uint32_t cf, uint32_t cwt, const uint8_t*& q, const uint8_t* qend) {
-          Bytes dimension;
-          if (cf == 1 && cwt == kFixed32) {
-            r_.Skip(cf, cwt, q, qend);
-            return true;
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kLengthDelimited): CostNode(Sub(p, end)); return true;
+      case K(2, kLengthDelimited):
+        // AggregatedCost {float cost = 1; string dimension = 2;}: validated, not exported.
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+          switch (k) {
+            case K(1, kFixed32): r_.Skip(1, kFixed32, q, qend); return true;
+            case K(2, kLengthDelimited): String(q, qend); return true;
+            default: return false;
           }
-          if (cf == 2) return String(cwt, q, qend, &dimension);
-          return false;
         });
-      });
+        return true;
+      default: return false;
     }
-    return false;
   });
 }
 
 void BinaryParser::CostNode(Bytes m) {
   CostNodeFields n;
   CostGraphTable& cg = b_.cost_graph();
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    int64_t ignored;
-    switch (f) {
-      case 1: return Intern(wt, p, end, &n.name);
-      case 2: return Intern(wt, p, end, &n.device);
-      case 3: return Int32(wt, p, end, &n.id);
-      case 4:
-        return Sub(wt, p, end, [&](Bytes s) {
-          int32_t preceding_node = 0, preceding_port = 0;
-          Message(s, [&](uint32_t inf, uint32_t iwt, const uint8_t*& q, const uint8_t* qend) {
-            if (inf == 1) return Int32(iwt, q, qend, &preceding_node);
-            if (inf == 2) return Int32(iwt, q, qend, &preceding_port);
-            return false;
-          });
-          cg.input_nodes.values.push_back(preceding_node);
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    const auto control_input = [&](uint64_t v) {
+      cg.control_inputs.values.push_back(static_cast<int32_t>(static_cast<uint32_t>(v)));
+    };
+    switch (key) {
+      case K(1, kLengthDelimited): n.name = Intern(p, end); return true;
+      case K(2, kLengthDelimited): n.device = Intern(p, end); return true;
+      case K(3, kVarint): n.id = Int32(p, end); return true;
+      case K(4, kLengthDelimited): {
+        int32_t preceding_node = 0;
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+          switch (k) {
+            case K(1, kVarint): preceding_node = Int32(q, qend); return true;
+            case K(2, kVarint): Int32(q, qend); return true;
+            default: return false;
+          }
         });
-      case 5:
-        return Sub(wt, p, end, [&](Bytes s) {
-          int64_t size = 0, alias = 0;
-          int32_t dtype = 0;
-          Message(s, [&](uint32_t of, uint32_t owt, const uint8_t*& q, const uint8_t* qend) {
-            bool unknown_rank = false;
-            switch (of) {
-              case 1: return Int64(owt, q, qend, &size);
-              case 2: return Int64(owt, q, qend, &alias);
-              case 3: return Sub(owt, q, qend, [&](Bytes sh) { TensorShape(sh, false, &unknown_rank); });
-              case 4: return Int32(owt, q, qend, &dtype);
-              default: return false;
-            }
-          });
-          cg.output_sizes.values.push_back(size);
+        cg.input_nodes.values.push_back(preceding_node);
+        return true;
+      }
+      case K(5, kLengthDelimited): {
+        int64_t size = 0;
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+          bool unknown_rank = false;
+          switch (k) {
+            case K(1, kVarint): size = Int64(q, qend); return true;
+            case K(2, kVarint): Int64(q, qend); return true;
+            case K(3, kLengthDelimited): TensorShape(Sub(q, qend), false, &unknown_rank); return true;
+            case K(4, kVarint): Int32(q, qend); return true;
+            default: return false;
+          }
         });
-      case 6: return Int64(wt, p, end, &n.temporary_memory_size);
-      case 7: return Bool(wt, p, end, &n.is_final);
-      case 8:
-        return RepeatedVarint(wt, p, end, [&](uint64_t v) {
-          cg.control_inputs.values.push_back(static_cast<int32_t>(static_cast<uint32_t>(v)));
-        });
-      case 9: return Int64(wt, p, end, &n.compute_cost);
-      case 10: case 11: case 16: return Int64(wt, p, end, &ignored);
-      case 12: return Int64(wt, p, end, &n.persistent_memory_size);
-      case 14: return Int64(wt, p, end, &n.compute_time);
-      case 15: return Int64(wt, p, end, &n.memory_time);
-      case 17: return Bool(wt, p, end, &n.inaccurate);
+        cg.output_sizes.values.push_back(size);
+        return true;
+      }
+      case K(6, kVarint): n.temporary_memory_size = Int64(p, end); return true;
+      case K(7, kVarint): n.is_final = r_.Varint(p, end) != 0; return true;
+      case K(8, kVarint): control_input(r_.Varint(p, end)); return true;
+      case K(8, kLengthDelimited): PackedVarints(p, end, control_input); return true;
+      case K(9, kVarint): n.compute_cost = Int64(p, end); return true;
+      case K(10, kVarint): case K(11, kVarint): case K(16, kVarint): Int64(p, end); return true;
+      case K(12, kVarint): n.persistent_memory_size = Int64(p, end); return true;
+      case K(14, kVarint): n.compute_time = Int64(p, end); return true;
+      case K(15, kVarint): n.memory_time = Int64(p, end); return true;
+      case K(17, kVarint): n.inaccurate = r_.Varint(p, end) != 0; return true;
       default: return false;
     }
   });
@@ -418,42 +390,37 @@ void BinaryParser::CostNode(Bytes m) {
 
 void BinaryParser::GraphDef(Bytes m, const GraphKey& key) {
   const int32_t graph_index = b_.BeginGraph(key);
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    if (f != 1) return false;
-    return Sub(wt, p, end, [&](Bytes s) {
-      GraphNodeFields n;
-      Message(s, [&](uint32_t nf, uint32_t nwt, const uint8_t*& q, const uint8_t* qend) {
-        switch (nf) {
-          case 1: return Intern(nwt, q, qend, &n.name);
-          case 2: return Intern(nwt, q, qend, &n.op);
-          case 3: {
-            Bytes input;
-            if (!String(nwt, q, qend, &input)) return false;
-            b_.AddGraphInput(input);
-            return true;
-          }
-          case 4: return Intern(nwt, q, qend, &n.device);
-          case 5: return nwt == kLengthDelimited && Ignore(nf, nwt, q, qend);
-          default: return false;
-        }
-      });
-      b_.EndGraphNode(graph_index, n);
+  Message(m, [&](uint64_t k, const uint8_t*& p, const uint8_t* end) {
+    if (k != K(1, kLengthDelimited)) return false;
+    GraphNodeFields n;
+    Message(Sub(p, end), [&](uint64_t nk, const uint8_t*& q, const uint8_t* qend) {
+      switch (nk) {
+        case K(1, kLengthDelimited): n.name = Intern(q, qend); return true;
+        case K(2, kLengthDelimited): n.op = Intern(q, qend); return true;
+        case K(3, kLengthDelimited): b_.AddGraphInput(String(q, qend)); return true;
+        case K(4, kLengthDelimited): n.device = Intern(q, qend); return true;
+        case K(5, kLengthDelimited): r_.LengthDelimited(q, qend); return true;  // attr: not kept
+        default: return false;
+      }
     });
+    b_.EndGraphNode(graph_index, n);
+    return true;
   });
 }
 
 void BinaryParser::FunctionGraphs(Bytes m) {
-  Message(m, [&](uint32_t f, uint32_t wt, const uint8_t*& p, const uint8_t* end) {
-    const auto fg = reinterpret_cast<uintptr_t>(m.data());
-    if (f == 1) {
-      return Sub(wt, p, end, [&](Bytes s) {
+  const auto fg = reinterpret_cast<uintptr_t>(m.data());
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    switch (key) {
+      case K(1, kLengthDelimited): {
+        const Bytes s = Sub(p, end);
         GraphDef(s, GraphKey{fg, 0, reinterpret_cast<uintptr_t>(s.data())});
-      });
+        return true;
+      }
+      case K(2, kLengthDelimited): GraphDef(Sub(p, end), GraphKey{fg, 1, 0}); return true;
+      case K(3, kLengthDelimited): GraphDef(Sub(p, end), GraphKey{fg, 2, 0}); return true;
+      default: return false;
     }
-    if (f == 2 || f == 3) {
-      return Sub(wt, p, end, [&](Bytes s) { GraphDef(s, GraphKey{fg, static_cast<uint8_t>(f), 0}); });
-    }
-    return false;
   });
 }
 
@@ -578,7 +545,9 @@ bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
 void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const BinaryUnit* last,
                       const std::string& kind, TraceBuilder& builder) {
   builder.tables().kind = kind;
-  BinaryParser parser(data, builder);
+  const uint8_t* limit = data;
+  for (const BinaryUnit* u = first; u != last; ++u) limit = std::max(limit, u->end);
+  BinaryParser parser(data, limit, builder);
   for (const BinaryUnit* u = first; u != last; ++u) {
     const Bytes bytes(reinterpret_cast<const char*>(u->begin), static_cast<size_t>(u->end - u->begin));
     switch (u->kind) {
@@ -595,7 +564,7 @@ void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
     throw TraceFormatError::AtByte(0, "empty input: expected a StepStats or RunMetadata message");
   }
   builder.tables().kind = kind;
-  BinaryParser parser(data, builder);
+  BinaryParser parser(data, data + size, builder);
   const Bytes all(reinterpret_cast<const char*>(data), size);
   if (kind == "RunMetadata") {
     parser.RunMetadata(all);

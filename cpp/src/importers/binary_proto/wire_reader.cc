@@ -5,6 +5,53 @@ namespace {
 constexpr int kMaxGroupDepth = 100;
 }
 
+uint64_t WireReader::VarintMulti(const uint8_t*& p, const uint8_t* end) const {
+  if (limit_ - p >= 8) {
+    if (p[1] < 0x80) {
+      if (end - p >= 2) {
+        const uint64_t value = (p[0] & 0x7Fu) | (uint64_t{p[1]} << 7);
+        p += 2;
+        return value;
+      }
+      return VarintSlow(p, end);  // truncated
+    }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // Up to eight bytes at once: find the last byte (high bit clear), then gather the 7-bit
+    // groups pairwise. Bytes past `end` (but before `limit_`) may be loaded, never used.
+    uint64_t x;
+    std::memcpy(&x, p, 8);
+    const uint64_t last = ~x & 0x8080808080808080ull;
+    if (last != 0) {
+      const int bits = __builtin_ctzll(last) + 1;  // 8 * number of bytes
+      if ((bits >> 3) > end - p) return VarintSlow(p, end);  // truncated
+      x &= 0x7F7F7F7F7F7F7F7Full >> (64 - bits);  // the varint's bytes, without their high bits
+      // Pairs of 7-bit groups to 14 bits (b0 | b1 << 8 - b1 << 7 = b0 | b1 << 7), then pairs
+      // of 14- and 28-bit groups: each upper half moves down over the gap.
+      x -= (x & 0x7F007F007F007F00ull) >> 1;
+      uint64_t upper = x & 0x3FFF00003FFF0000ull;
+      x = (x ^ upper) | (upper >> 2);
+      upper = x & 0x0FFFFFFF00000000ull;
+      x = (x ^ upper) | (upper >> 4);
+      p += bits >> 3;
+      return x;
+    }
+#endif
+  }
+  if (end - p >= 10) {
+    // Unrolled decode with all ten bytes known to be in bounds.
+    uint64_t value = *p & 0x7F;
+    for (int i = 1; i < 10; ++i) {
+      const uint8_t byte = p[i];
+      value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
+      if (byte < 0x80) {
+        p += i + 1;
+        return value;
+      }
+    }
+  }
+  return VarintSlow(p, end);
+}
+
 uint64_t WireReader::VarintSlow(const uint8_t*& p, const uint8_t* end) const {
   const uint8_t* at = p;
   uint64_t value = 0;

@@ -23,34 +23,25 @@ enum WireType : uint32_t {
 
 class WireReader {
  public:
-  explicit WireReader(const uint8_t* base) : base_(base) {}
+  // `limit`: the end of the readable input. Fields end at or before it; fast paths may load
+  // (not use) bytes past a field's end up to `limit`.
+  WireReader(const uint8_t* base, const uint8_t* limit) : base_(base), limit_(limit) {}
 
   uint64_t offset(const uint8_t* p) const { return static_cast<uint64_t>(p - base_); }
 
   [[noreturn]] void Fail(const uint8_t* at, const std::string& what) const {
     throw TraceFormatError::AtByte(offset(at), what);
   }
-  [[noreturn]] void FailOutOfRange(const uint8_t* at, const std::string& what) const {
+  // A field whose value is invalid (see TraceFormatError::bad_value).
+  [[noreturn]] void FailValue(const uint8_t* at, const std::string& what) const {
     TraceFormatError e = TraceFormatError::AtByte(offset(at), what);
-    e.value_out_of_range = true;
+    e.bad_value = true;
     throw e;
   }
 
   __attribute__((always_inline)) uint64_t Varint(const uint8_t*& p, const uint8_t* end) const {
     if (p < end && *p < 0x80) return *p++;
-    if (end - p >= 10) {
-      // Unrolled decode with all ten bytes known to be in bounds.
-      uint64_t value = *p & 0x7F;
-      for (int i = 1; i < 10; ++i) {
-        const uint8_t byte = p[i];
-        value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
-        if (byte < 0x80) {
-          p += i + 1;
-          return value;
-        }
-      }
-    }
-    return VarintSlow(p, end);
+    return VarintMulti(p, end);
   }
 
   // A length prefix and the payload it announces, which must fit in [p, end).
@@ -71,9 +62,12 @@ class WireReader {
   void Skip(uint32_t field, uint32_t wire_type, const uint8_t*& p, const uint8_t* end) const;
 
  private:
+  // A varint of two or more bytes (or a truncated one).
+  uint64_t VarintMulti(const uint8_t*& p, const uint8_t* end) const;
   uint64_t VarintSlow(const uint8_t*& p, const uint8_t* end) const;
 
   const uint8_t* base_;
+  const uint8_t* limit_;
 };
 
 }  // namespace tracecore

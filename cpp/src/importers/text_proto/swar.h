@@ -48,9 +48,8 @@ inline bool AllDigits(uint64_t x) {
          ((x + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) == 0x3030303030303030ull;
 }
 
-// The value of eight ASCII digits (first character most significant).
-inline uint64_t EightDigits(uint64_t x) {
-  x -= 0x3030303030303030ull;
+// The value of eight digit values 0..9, one per byte (first byte most significant).
+inline uint64_t EightDigitValues(uint64_t x) {
   // Adjacent digits to two-digit values in the even bytes: 10 * d[k] + d[k+1].
   x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
   // Adjacent pairs to four-digit values in the even 16-bit lanes: 100 * p[k] + p[k+1].
@@ -59,15 +58,23 @@ inline uint64_t EightDigits(uint64_t x) {
   return (x & 0xFFFF) * 10000 + (x >> 32);
 }
 
+// The value of eight ASCII digits (first character most significant).
+inline uint64_t EightDigits(uint64_t x) { return EightDigitValues(x - 0x3030303030303030ull); }
+
 // Number of leading ASCII digits among the eight bytes (0..8).
-inline int LeadingDigits(uint64_t x) { return FirstClear(BytesInRange(x, '0', '9')); }
+inline int LeadingDigits(uint64_t x) {
+  // A byte is a digit when its high nibble is 3 and adding 6 keeps it so. A carry out of a
+  // byte (only from a non-digit) can disturb the following bytes, which no longer count.
+  const uint64_t other = ((x & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+                         (((x + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull);
+  return other == 0 ? 8 : __builtin_ctzll(other) >> 3;
+}
 
 // The value of the first n (1..8) ASCII digits of x.
 inline uint64_t FirstDigits(uint64_t x, int n) {
-  // Shift the n digits to the top and fill the bottom with '0': leading zeros do not count.
-  const int shift = 8 * (8 - n);
-  const uint64_t zeros = shift == 0 ? 0 : (0x3030303030303030ull >> (64 - shift));
-  return EightDigits(shift == 0 ? x : ((x << shift) | zeros));
+  // Digit values, shifted so that the n digits are at the top and zeros (value 0) fill the
+  // bottom. A borrow of the subtraction only moves toward later bytes, which are shifted out.
+  return EightDigitValues((x - 0x3030303030303030ull) << (8 * (8 - n)));
 }
 
 }  // namespace tracecore::swar

@@ -73,6 +73,50 @@ std::string TextCursor::Describe(const char* at) const {
   return "'" + token + "'";
 }
 
+void TextCursor::SkipWhitespaceSlow() {
+  if (end_ - p_ >= 18) {
+    if (*p_ == '\n') {
+      // A newline and up to 15 spaces of indentation before the next token: the end of
+      // almost every field.
+      const uint64_t x = swar::Load(p_ + 1) ^ (swar::kOnes * ' ');  // zero bytes: spaces
+      int n;
+      if (x != 0) {
+        n = __builtin_ctzll(x) >> 3;
+      } else {
+        const uint64_t y = swar::Load(p_ + 9) ^ (swar::kOnes * ' ');
+        n = y != 0 ? 8 + (__builtin_ctzll(y) >> 3) : 16;
+      }
+      const char* q = p_ + 1 + n;
+      if (n < 16 && !(kTextCharClass[static_cast<uint8_t>(*q)] & kCharSkip)) {
+        p_ = q;
+        return;
+      }
+    } else if (*p_ == ' ' && !(kTextCharClass[static_cast<uint8_t>(p_[1])] & kCharSkip)) {
+      // The single space after "name:".
+      ++p_;
+      return;
+    }
+  }
+  // Newlines and indentation, eight bytes at a time; anything else byte by byte.
+  while (end_ - p_ >= 8) {
+    const uint64_t x = swar::Load(p_);
+    const int n = swar::FirstClear(swar::BytesEqual(x, ' ') | swar::BytesEqual(x, '\n'));
+    p_ += n;
+    if (n < 8) break;
+  }
+  while (p_ < end_) {
+    const char c = *p_;
+    if (kTextCharClass[static_cast<uint8_t>(c)] & kCharSpace) {
+      ++p_;
+    } else if (c == '#') {
+      const void* nl = std::memchr(p_, '\n', static_cast<size_t>(end_ - p_));
+      p_ = nl ? static_cast<const char*>(nl) + 1 : end_;
+    } else {
+      break;
+    }
+  }
+}
+
 std::string_view TextCursor::Identifier() {
   const char* start = p_;
   // Field names are lower case with underscores: scan those eight bytes at a time.
@@ -99,11 +143,7 @@ std::string_view TextCursor::FieldName() {
   Fail(start, "expected a field name, got " + Describe(start));
 }
 
-void TextCursor::ExpectColon(std::string_view field) {
-  if (p_ < end_ && *p_ == ':') {
-    ++p_;
-    return;
-  }
+void TextCursor::ExpectColonSlow(std::string_view field) {
   SkipWhitespace();
   if (p_ < end_ && *p_ == ':') {
     ++p_;
@@ -112,7 +152,7 @@ void TextCursor::ExpectColon(std::string_view field) {
   Fail(p_, "expected ':' after field '" + std::string(field) + "', got " + Describe(p_));
 }
 
-char TextCursor::OpenMessage(std::string_view field) {
+char TextCursor::OpenMessageSlow(std::string_view field) {
   SkipWhitespace();
   if (p_ < end_) {
     if (*p_ == '{') {
@@ -200,7 +240,7 @@ void TextCursor::Integer(std::string_view field, bool* negative, uint64_t* magni
   *magnitude = v;
 }
 
-int64_t TextCursor::Int64(std::string_view field) {
+int64_t TextCursor::Int64Slow(std::string_view field) {
   const char* at = p_;
   bool negative;
   uint64_t m;
@@ -215,7 +255,7 @@ int64_t TextCursor::Int64(std::string_view field) {
   return static_cast<int64_t>(m);
 }
 
-uint64_t TextCursor::UInt64(std::string_view field) {
+uint64_t TextCursor::UInt64Slow(std::string_view field) {
   const char* at = p_;
   bool negative;
   uint64_t m;
@@ -224,7 +264,7 @@ uint64_t TextCursor::UInt64(std::string_view field) {
   return m;
 }
 
-int32_t TextCursor::Int32(std::string_view field) {
+int32_t TextCursor::Int32Slow(std::string_view field) {
   const char* at = p_;
   const int64_t v = Int64(field);
   if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
@@ -233,7 +273,7 @@ int32_t TextCursor::Int32(std::string_view field) {
   return static_cast<int32_t>(v);
 }
 
-uint32_t TextCursor::UInt32(std::string_view field) {
+uint32_t TextCursor::UInt32Slow(std::string_view field) {
   const char* at = p_;
   const uint64_t v = UInt64(field);
   if (v > std::numeric_limits<uint32_t>::max()) {

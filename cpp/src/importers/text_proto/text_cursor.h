@@ -15,11 +15,21 @@
 namespace tracecore {
 
 // Character classes of the text format, one table lookup per byte.
-enum : uint8_t { kCharSpace = 1, kCharIdentStart = 2, kCharDigit = 4, kCharScalar = 8 };
+enum : uint8_t {
+  kCharSpace = 1,
+  kCharIdentStart = 2,
+  kCharDigit = 4,
+  kCharScalar = 8,
+  kCharSkip = 16,  // starts something SkipWhitespace skips: whitespace or a '#' comment
+  kCharSeparator = 32,  // ';' or ',' (after a field)
+};
 
 constexpr std::array<uint8_t, 256> MakeTextCharClass() {
   std::array<uint8_t, 256> t{};
-  for (const char c : {' ', '\n', '\t', '\r', '\f', '\v'}) t[static_cast<uint8_t>(c)] |= kCharSpace;
+  for (const char c : {' ', '\n', '\t', '\r', '\f', '\v'}) t[static_cast<uint8_t>(c)] |= kCharSpace | kCharSkip;
+  t['#'] |= kCharSkip;
+  t[';'] |= kCharSeparator;
+  t[','] |= kCharSeparator;
   for (int c = 'a'; c <= 'z'; ++c) t[c] |= kCharIdentStart | kCharScalar;
   for (int c = 'A'; c <= 'Z'; ++c) t[c] |= kCharIdentStart | kCharScalar;
   t['_'] |= kCharIdentStart | kCharScalar;
@@ -40,32 +50,56 @@ class TextCursor {
   bool at_end() const { return p_ >= end_; }
   char peek() const { return p_ < end_ ? *p_ : '\0'; }
 
-  void SkipWhitespace() {
-    if (p_ < end_ && !(kTextCharClass[static_cast<uint8_t>(*p_)] & kCharSpace) && *p_ != '#') return;
-    // The single space after "name:" is the most common run of all.
-    if (end_ - p_ >= 2 && *p_ == ' ' && !(kTextCharClass[static_cast<uint8_t>(p_[1])] & kCharSpace) &&
-        p_[1] != '#') {
-      ++p_;
-      return;
-    }
-    // Newlines and indentation, eight bytes at a time; anything else byte by byte.
-    while (end_ - p_ >= 8) {
-      const uint64_t x = swar::Load(p_);
-      const int n = swar::FirstClear(swar::BytesEqual(x, ' ') | swar::BytesEqual(x, '\n'));
-      p_ += n;
-      if (n < 8) break;
-    }
-    while (p_ < end_) {
-      const char c = *p_;
-      if (kTextCharClass[static_cast<uint8_t>(c)] & kCharSpace) {
-        ++p_;
-      } else if (c == '#') {
-        const void* nl = std::memchr(p_, '\n', static_cast<size_t>(end_ - p_));
-        p_ = nl ? static_cast<const char*>(nl) + 1 : end_;
-      } else {
-        break;
+  __attribute__((always_inline)) void SkipWhitespace() {
+    if (p_ < end_ && !(kTextCharClass[static_cast<uint8_t>(*p_)] & kCharSkip)) return;
+    SkipWhitespaceSlow();
+  }
+
+  // After a field's value: whitespace, an optional ';' or ',', whitespace.
+  __attribute__((always_inline)) void EndField() {
+    // The common layout first: a newline and up to 15 spaces of indentation, then the next
+    // field or the closing brace.
+    if (end_ - p_ >= 18 && *p_ == '\n') {
+      const uint64_t x = swar::Load(p_ + 1) ^ (swar::kOnes * ' ');  // zero bytes: spaces
+      const uint64_t y = swar::Load(p_ + 9) ^ (swar::kOnes * ' ');
+      const int n = x != 0 ? __builtin_ctzll(x) >> 3 : y != 0 ? 8 + (__builtin_ctzll(y) >> 3) : 16;
+      const char* q = p_ + 1 + n;
+      if (n < 16 && !(kTextCharClass[static_cast<uint8_t>(*q)] & (kCharSkip | kCharSeparator))) {
+        p_ = q;
+        return;
       }
     }
+    SkipWhitespace();
+    if (p_ < end_ && (*p_ == ';' || *p_ == ',')) {
+      ++p_;
+      SkipWhitespace();
+    }
+  }
+
+  // Whether the identifier starting at `p` is exactly `name` (a literal of identifier
+  // characters shorter than kNameSpan). The caller guarantees kNameSpan readable bytes at `p`.
+  static constexpr ptrdiff_t kNameSpan = 64;
+  template <size_t N>
+  __attribute__((always_inline)) static bool NameAt(const char* p, const char (&name)[N]) {
+    constexpr size_t n = N - 1;
+    static_assert(n > 0 && n + 8 < static_cast<size_t>(kNameSpan), "name too long");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if constexpr (n < 8) {
+      uint64_t want = 0;
+      std::memcpy(&want, name, n);
+      if ((swar::Load(p) & ((uint64_t{1} << (8 * n)) - 1)) != want) return false;
+    } else {
+      for (size_t i = 0; i + 8 <= n; i += 8) {
+        if (swar::Load(p + i) != swar::Load(name + i)) return false;
+      }
+      if constexpr (n % 8 != 0) {
+        if (swar::Load(p + n - 8) != swar::Load(name + n - 8)) return false;
+      }
+    }
+#else
+    if (std::memcmp(p, name, n) != 0) return false;
+#endif
+    return !IsIdentChar(p[n]);
   }
 
   bool TryConsume(char c) {
@@ -81,9 +115,30 @@ class TextCursor {
   std::string_view FieldName();
 
   // After a scalar field's name: the ':' that protobuf requires.
-  void ExpectColon(std::string_view field);
-  // After a message field's name: an optional ':' then '{' or '<'. Returns the closing char.
-  char OpenMessage(std::string_view field);
+  __attribute__((always_inline)) void ExpectColon(std::string_view field) {
+    if (p_ < end_ && *p_ == ':') {
+      ++p_;
+      return;
+    }
+    ExpectColonSlow(field);
+  }
+  // After a message field's name: '{' or '<' (after whitespace). Returns the closing char.
+  __attribute__((always_inline)) char OpenMessage(std::string_view field) {
+    if (p_ < end_ && *p_ == '{') {
+      ++p_;
+      return '}';
+    }
+    return OpenMessageSlow(field);
+  }
+  // After a message field's name: skips the space of " {" (the common layout: no ':', no
+  // list) and returns true, or returns false consuming nothing.
+  bool SkipSpaceBeforeBrace() {
+    if (end_ - p_ >= 2 && p_[0] == ' ' && p_[1] == '{') {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
   // Consumes an optional ';' or ',' after a field.
   void SkipFieldSeparator() {
     SkipWhitespace();
@@ -91,10 +146,40 @@ class TextCursor {
   }
 
   // Scalars. Each skips leading whitespace and fails with a located message on bad input.
-  int64_t Int64(std::string_view field);
-  uint64_t UInt64(std::string_view field);
-  int32_t Int32(std::string_view field);
-  uint32_t UInt32(std::string_view field);
+  __attribute__((always_inline)) int64_t Int64(std::string_view field) {
+    uint64_t v;
+    bool negative;
+    if (FastDecimal(true, &negative, &v)) return negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
+    return Int64Slow(field);
+  }
+  __attribute__((always_inline)) uint64_t UInt64(std::string_view field) {
+    uint64_t v;
+    bool negative;
+    if (FastDecimal(false, &negative, &v)) return v;
+    return UInt64Slow(field);
+  }
+  int32_t Int32(std::string_view field) {
+    uint64_t v;
+    bool negative;
+    const char* at = p_;
+    if (FastDecimal(true, &negative, &v)) {
+      if (v <= 0x7FFFFFFF) {
+        return negative ? static_cast<int32_t>(0 - static_cast<int32_t>(v)) : static_cast<int32_t>(v);
+      }
+      p_ = at;  // out of range (or INT32_MIN): the slow path decides
+    }
+    return Int32Slow(field);
+  }
+  uint32_t UInt32(std::string_view field) {
+    uint64_t v;
+    bool negative;
+    const char* at = p_;
+    if (FastDecimal(false, &negative, &v)) {
+      if (v <= 0xFFFFFFFF) return static_cast<uint32_t>(v);
+      p_ = at;  // out of range: the slow path reports it
+    }
+    return UInt32Slow(field);
+  }
   bool Bool(std::string_view field);
   // An enum: a name resolved by `lookup`, or an integer.
   template <class Lookup>
@@ -157,6 +242,48 @@ class TextCursor {
   }
 
  private:
+  void SkipWhitespaceSlow();
+  void ExpectColonSlow(std::string_view field);
+  char OpenMessageSlow(std::string_view field);
+  int64_t Int64Slow(std::string_view field);
+  uint64_t UInt64Slow(std::string_view field);
+  int32_t Int32Slow(std::string_view field);
+  uint32_t UInt32Slow(std::string_view field);
+
+  // The common case of an integer value: an optional single space, an optional '-' (when
+  // `allow_negative`), then 1 to 16 decimal digits without a leading zero (or a lone "0"),
+  // not followed by another scalar character. Consumes it and returns true, or consumes
+  // nothing and returns false (the slow path then parses or reports it).
+  __attribute__((always_inline)) bool FastDecimal(bool allow_negative, bool* negative, uint64_t* out) {
+    if (end_ - p_ < 32) return false;
+    const char* q = p_;
+    if (*q == ' ') ++q;
+    *negative = false;
+    if (allow_negative && *q == '-') {
+      *negative = true;
+      ++q;
+    }
+    const uint64_t x = swar::Load(q);
+    const int n = swar::LeadingDigits(x);
+    if (n == 0) return false;
+    if (n < 8) {
+      if ((*q == '0' && n > 1) || (kTextCharClass[static_cast<uint8_t>(q[n])] & kCharScalar)) return false;
+      *out = n == 1 ? static_cast<uint64_t>(*q - '0') : swar::FirstDigits(x, n);
+      p_ = q + n;
+      return true;
+    }
+    if (*q == '0') return false;
+    const uint64_t y = swar::Load(q + 8);
+    const int m = swar::LeadingDigits(y);
+    if (kTextCharClass[static_cast<uint8_t>(q[8 + m])] & kCharScalar) return false;
+    static constexpr uint64_t kPow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                           100000000};
+    const uint64_t hi = swar::EightDigits(x);
+    *out = m == 0 ? hi : hi * kPow10[m] + swar::FirstDigits(y, m);
+    p_ = q + 8 + m;
+    return true;
+  }
+
   std::string_view Identifier();
   // Parses an integer literal (decimal, 0x hex, 0-prefixed octal, optional '-').
   // Returns the magnitude and sign; fails when it does not fit 64 bits.

@@ -43,27 +43,68 @@ class TextParser {
   void TopLevel();
   void StepStatsBody(char close);
 
-  // Parses one message value ("{ ... }" or "< ... >"), dispatching each field name to
-  // `on_field`, which parses the value and returns true, or returns false for a field that is
-  // skipped as unknown.
+  // The name of a field met by Message(), matched against the names its message knows with
+  // Is(name); it converts to the matched name. FastName has not scanned the identifier: Is()
+  // compares the input in place and consumes the name when it matches. ScannedName holds a
+  // name FieldName() already consumed (near the end of the input, or not an identifier).
+  class FastName {
+   public:
+    FastName(TextCursor& c, const char* at) : c_(c), at_(at) {}
+    template <size_t N>
+    __attribute__((always_inline)) bool Is(const char (&name)[N]) {
+      if (!TextCursor::NameAt(at_, name)) return false;
+      c_.set_pos(at_ + (N - 1));
+      name_ = std::string_view(name, N - 1);
+      return true;
+    }
+    operator std::string_view() const { return name_; }
+
+   private:
+    TextCursor& c_;
+    const char* at_;
+    std::string_view name_;
+  };
+  class ScannedName {
+   public:
+    explicit ScannedName(std::string_view name) : name_(name) {}
+    template <size_t N>
+    bool Is(const char (&name)[N]) const {
+      return name_ == std::string_view(name, N - 1);
+    }
+    operator std::string_view() const { return name_; }
+
+   private:
+    std::string_view name_;
+  };
+
+  // Parses one message value ("{ ... }" or "< ... >"), handing each field name (a FastName or
+  // a ScannedName) to `on_field`, which parses the value and returns true, or returns false,
+  // consuming nothing, for a field that is skipped as unknown.
   template <class OnField>
   void Message(std::string_view field, OnField&& on_field) {
     const char close = c_.OpenMessage(field);
     const char* open_at = c_.pos() - 1;
     if (++depth_ > kMaxDepth) c_.Fail(open_at, "messages nested deeper than 32 levels");
+    c_.SkipWhitespace();
     for (;;) {
-      c_.SkipWhitespace();
       if (c_.at_end()) {
         c_.Fail(c_.pos(), std::string("expected '") + close + "' to close '" +
                               std::string(field) + "' opened at " + Where(open_at));
       }
-      if (c_.peek() == close) {
-        c_.set_pos(c_.pos() + 1);
+      const char* start = c_.pos();
+      if (*start == close) {
+        c_.set_pos(start + 1);
         break;
       }
-      const std::string_view name = c_.FieldName();
-      if (!on_field(name)) Unknown(name);
-      c_.SkipFieldSeparator();
+      if (c_.end() - start >= TextCursor::kNameSpan && TextCursor::IsIdentStart(*start)) {
+        FastName name(c_, start);
+        if (!on_field(name)) Unknown(c_.FieldName());
+      } else {
+        const std::string_view scanned = c_.FieldName();
+        ScannedName name(scanned);
+        if (!on_field(name)) Unknown(scanned);
+      }
+      c_.EndField();
     }
     --depth_;
   }
@@ -71,6 +112,10 @@ class TextParser {
   // A message-typed field (after its name): optional ':', then one message or a list of them.
   template <class Body>
   void MessageField(std::string_view field, bool repeated, Body&& body) {
+    if (c_.SkipSpaceBeforeBrace()) {
+      body();  // at the '{': the body opens the message
+      return;
+    }
     c_.TryConsume(':');
     if (repeated) {
       c_.Repeated(body);
@@ -109,11 +154,16 @@ class TextParser {
   }
 
   int64_t Int64(std::string_view f) { return c_.Int64(f); }
-  uint32_t InternString(std::string_view field, bool repeated = false) {
+  // How a string is interned: through the cache of short names that repeat record after
+  // record (allocators, devices), the cache of node names, or directly.
+  enum class Names { kOnce, kRepeated, kNode };
+  uint32_t InternString(std::string_view field, Names names = Names::kOnce) {
     c_.SkipWhitespace();
     const char* at = c_.pos();
     const std::string_view s = c_.String(field, &scratch_);
-    const uint32_t id = repeated ? b_.InternRepeated(s) : b_.pool().Intern(s);
+    const uint32_t id = names == Names::kRepeated ? b_.InternRepeated(s)
+                        : names == Names::kNode   ? b_.InternNodeName(s)
+                                                  : b_.pool().Intern(s);
     if (id == StringPool::kInvalidUtf8) c_.Fail(at, "string is not valid UTF-8 in field '" + std::string(field) + "'");
     return id;
   }
@@ -200,11 +250,11 @@ void TextParser::TopLevel() {
       MessageField(name, true, [&] { FunctionGraphs(); });
     } else if (t.kind == "RunMetadata" && name == "session_metadata") {
       MessageField(name, false, [&] {
-        Message(name, [&](std::string_view f) {
-          if (f == "name") {
+        Message(name, [&](auto& f) {
+          if (f.Is("name")) {
             c_.ExpectColon(f);
             CheckedString(f);
-          } else if (f == "version") {
+          } else if (f.Is("version")) {
             ScalarField(f, false, [&] { Int64(f); });
           } else {
             return false;
@@ -259,20 +309,20 @@ void TextParser::DeviceStepStats() {
   const size_t first_event = b_.event_count();
   const size_t first_thread_name = b_.thread_name_count();
   uint32_t device = StringPool::kEmptyId;
-  Message("dev_stats", [&](std::string_view f) {
-    if (f == "node_stats") {
+  Message("dev_stats", [&](auto& f) {
+    if (f.Is("node_stats")) {
       MessageField(f, true, [&] { NodeExecStats(device_index); });
-    } else if (f == "device") {
+    } else if (f.Is("device")) {
       c_.ExpectColon(f);
-      device = InternString(f, true);
-    } else if (f == "thread_names") {
+      device = InternString(f, Names::kRepeated);
+    } else if (f.Is("thread_names")) {
       MessageField(f, true, [&] {
         uint32_t key = 0;
         std::string value;
-        Message(f, [&](std::string_view e) {
-          if (e == "key") {
+        Message(f, [&](auto& e) {
+          if (e.Is("key")) {
             ScalarField(e, false, [&] { key = c_.UInt32(e); });
-          } else if (e == "value") {
+          } else if (e.Is("value")) {
             c_.ExpectColon(e);
             value.assign(CheckedString(e));
           } else {
@@ -295,113 +345,61 @@ void TextParser::NodeExecStats(int32_t device_index) {
   const int64_t event_id = b_.BeginEvent();
   EventFields e;
   int32_t output_index = 0;
-  Message("node_stats", [&](std::string_view f) {
-    switch (f.size()) {
-      case 6:
-        if (f == "memory") {
-          MessageField(f, true, [&] { AllocatorMemoryUsed(event_id); });
-          return true;
-        }
-        if (f == "output") {
-          MessageField(f, true, [&] { NodeOutput(event_id, output_index++); });
-          return true;
-        }
-        break;
-      case 9:
-        if (f == "node_name") {
-          c_.ExpectColon(f);
-          e.node_name = InternString(f);
-          return true;
-        }
-        if (f == "thread_id") {
-          ScalarField(f, false, [&] { e.thread_id = c_.UInt32(f); });
-          return true;
-        }
-        break;
-      case 12:
-        if (f == "memory_stats") {
-          MessageField(f, false, [&] { MemoryStats(event_id, &e); });
-          return true;
-        }
-        break;
-      case 14:
-        if (f == "timeline_label") {
-          c_.ExpectColon(f);
-          c_.SkipWhitespace();
-          // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
-          std::string_view label = c_.String(f, &scratch_);
-          if (label.data() < c_.begin() || label.data() > c_.end()) {
-            // Unescaped into the shared scratch: keep a copy of its own.
-            b_.label_scratch().assign(label.data(), label.size());
-            label = b_.label_scratch();
-          }
-          e.label = label;
-          e.has_label = true;
-          return true;
-        }
-        break;
-      case 15:
-        if (f == "all_start_nanos") {
-          ScalarField(f, false, [&] { e.all_start_nanos = Int64(f); });
-          return true;
-        }
-        if (f == "scheduled_nanos") {
-          ScalarField(f, false, [&] { e.scheduled_nanos = Int64(f); });
-          return true;
-        }
-        break;
-      case 16:
-        if (f == "all_start_micros") {
-          ScalarField(f, false, [&] { e.all_start_micros = Int64(f); });
-          return true;
-        }
-        if (f == "scheduled_micros") {
-          ScalarField(f, false, [&] { e.scheduled_micros = Int64(f); });
-          return true;
-        }
-        if (f == "op_end_rel_nanos") {
-          ScalarField(f, false, [&] { e.op_end_rel_nanos = Int64(f); });
-          return true;
-        }
-        break;
-      case 17:
-        if (f == "op_end_rel_micros") {
-          ScalarField(f, false, [&] { e.op_end_rel_micros = Int64(f); });
-          return true;
-        }
-        if (f == "all_end_rel_nanos") {
-          ScalarField(f, false, [&] { e.all_end_rel_nanos = Int64(f); });
-          return true;
-        }
-        if (f == "referenced_tensor") {
-          // Not exported, but validated like every other field.
-          MessageField(f, true, [&] {
-            TensorFields ignored;
-            AllocationDescription(&ignored);
-          });
-          return true;
-        }
-        break;
-      case 18:
-        if (f == "all_end_rel_micros") {
-          ScalarField(f, false, [&] { e.all_end_rel_micros = Int64(f); });
-          return true;
-        }
-        if (f == "op_start_rel_nanos") {
-          ScalarField(f, false, [&] { e.op_start_rel_nanos = Int64(f); });
-          return true;
-        }
-        break;
-      case 19:
-        if (f == "op_start_rel_micros") {
-          ScalarField(f, false, [&] { e.op_start_rel_micros = Int64(f); });
-          return true;
-        }
-        break;
-      default:
-        break;
+  Message("node_stats", [&](auto& f) {
+    // Most frequent first.
+    if (f.Is("node_name")) {
+      c_.ExpectColon(f);
+      e.node_name = InternString(f, Names::kNode);
+    } else if (f.Is("all_start_micros")) {
+      ScalarField(f, false, [&] { e.all_start_micros = Int64(f); });
+    } else if (f.Is("all_end_rel_micros")) {
+      ScalarField(f, false, [&] { e.all_end_rel_micros = Int64(f); });
+    } else if (f.Is("op_end_rel_micros")) {
+      ScalarField(f, false, [&] { e.op_end_rel_micros = Int64(f); });
+    } else if (f.Is("output")) {
+      MessageField(f, true, [&] { NodeOutput(event_id, output_index++); });
+    } else if (f.Is("timeline_label")) {
+      c_.ExpectColon(f);
+      c_.SkipWhitespace();
+      // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
+      std::string_view label = c_.String(f, &scratch_);
+      if (label.data() < c_.begin() || label.data() > c_.end()) {
+        // Unescaped into the shared scratch: keep a copy of its own.
+        b_.label_scratch().assign(label.data(), label.size());
+        label = b_.label_scratch();
+      }
+      e.label = label;
+      e.has_label = true;
+    } else if (f.Is("scheduled_micros")) {
+      ScalarField(f, false, [&] { e.scheduled_micros = Int64(f); });
+    } else if (f.Is("memory_stats")) {
+      MessageField(f, false, [&] { MemoryStats(event_id, &e); });
+    } else if (f.Is("memory")) {
+      MessageField(f, true, [&] { AllocatorMemoryUsed(event_id); });
+    } else if (f.Is("op_start_rel_micros")) {
+      ScalarField(f, false, [&] { e.op_start_rel_micros = Int64(f); });
+    } else if (f.Is("thread_id")) {
+      ScalarField(f, false, [&] { e.thread_id = c_.UInt32(f); });
+    } else if (f.Is("all_start_nanos")) {
+      ScalarField(f, false, [&] { e.all_start_nanos = Int64(f); });
+    } else if (f.Is("op_start_rel_nanos")) {
+      ScalarField(f, false, [&] { e.op_start_rel_nanos = Int64(f); });
+    } else if (f.Is("op_end_rel_nanos")) {
+      ScalarField(f, false, [&] { e.op_end_rel_nanos = Int64(f); });
+    } else if (f.Is("all_end_rel_nanos")) {
+      ScalarField(f, false, [&] { e.all_end_rel_nanos = Int64(f); });
+    } else if (f.Is("scheduled_nanos")) {
+      ScalarField(f, false, [&] { e.scheduled_nanos = Int64(f); });
+    } else if (f.Is("referenced_tensor")) {
+      // Not exported, but validated like every other field.
+      MessageField(f, true, [&] {
+        TensorFields ignored;
+        AllocationDescription(&ignored);
+      });
+    } else {
+      return false;
     }
-    return false;
+    return true;
   });
   if (const char* error = b_.EndEvent(device_index, e)) c_.Fail(at, error);
   b_.Consumed(c_.pos());
@@ -410,26 +408,26 @@ void TextParser::NodeExecStats(int32_t device_index) {
 void TextParser::AllocatorMemoryUsed(int64_t event_id) {
   AllocationFields a;
   const size_t first_record = b_.alloc_record_count();
-  Message("memory", [&](std::string_view f) {
-    if (f == "allocator_name") {
+  Message("memory", [&](auto& f) {
+    if (f.Is("allocator_name")) {
       c_.ExpectColon(f);
-      a.allocator = InternString(f, true);
-    } else if (f == "total_bytes") {
+      a.allocator = InternString(f, Names::kRepeated);
+    } else if (f.Is("total_bytes")) {
       ScalarField(f, false, [&] { a.total_bytes = Int64(f); });
-    } else if (f == "peak_bytes") {
+    } else if (f.Is("peak_bytes")) {
       ScalarField(f, false, [&] { a.peak_bytes = Int64(f); });
-    } else if (f == "live_bytes") {
+    } else if (f.Is("live_bytes")) {
       ScalarField(f, false, [&] { a.live_bytes = Int64(f); });
-    } else if (f == "allocator_bytes_in_use") {
+    } else if (f.Is("allocator_bytes_in_use")) {
       ScalarField(f, false, [&] { a.allocator_bytes_in_use = Int64(f); });
-    } else if (f == "allocation_records") {
+    } else if (f.Is("allocation_records")) {
       MessageField(f, true, [&] {
         const char* at = c_.pos();
         int64_t micros = 0, bytes = 0;
-        Message(f, [&](std::string_view r) {
-          if (r == "alloc_micros") {
+        Message(f, [&](auto& r) {
+          if (r.Is("alloc_micros")) {
             ScalarField(r, false, [&] { micros = Int64(r); });
-          } else if (r == "alloc_bytes") {
+          } else if (r.Is("alloc_bytes")) {
             ScalarField(r, false, [&] { bytes = Int64(r); });
           } else {
             return false;
@@ -450,10 +448,10 @@ void TextParser::AllocatorMemoryUsed(int64_t event_id) {
 
 void TextParser::NodeOutput(int64_t event_id, int32_t output_index) {
   TensorFields t;
-  Message("output", [&](std::string_view f) {
-    if (f == "slot") {
+  Message("output", [&](auto& f) {
+    if (f.Is("slot")) {
       ScalarField(f, false, [&] { t.slot = c_.Int32(f); });
-    } else if (f == "tensor_description") {
+    } else if (f.Is("tensor_description")) {
       MessageField(f, false, [&] { TensorDescription(&t); });
     } else {
       return false;
@@ -464,12 +462,12 @@ void TextParser::NodeOutput(int64_t event_id, int32_t output_index) {
 }
 
 void TextParser::TensorDescription(TensorFields* t) {
-  Message("tensor_description", [&](std::string_view f) {
-    if (f == "dtype") {
+  Message("tensor_description", [&](auto& f) {
+    if (f.Is("dtype")) {
       ScalarField(f, false, [&] { t->dtype = c_.Enum(f, DtypeLookup); });
-    } else if (f == "shape") {
+    } else if (f.Is("shape")) {
       MessageField(f, false, [&] { TensorShape(true, &t->unknown_rank); });
-    } else if (f == "allocation_description") {
+    } else if (f.Is("allocation_description")) {
       MessageField(f, false, [&] { AllocationDescription(t); });
     } else {
       return false;
@@ -479,14 +477,14 @@ void TextParser::TensorDescription(TensorFields* t) {
 }
 
 void TextParser::TensorShape(bool keep_dims, bool* unknown_rank) {
-  Message("shape", [&](std::string_view f) {
-    if (f == "dim") {
+  Message("shape", [&](auto& f) {
+    if (f.Is("dim")) {
       MessageField(f, true, [&] {
         int64_t size = 0;
-        Message(f, [&](std::string_view d) {
-          if (d == "size") {
+        Message(f, [&](auto& d) {
+          if (d.Is("size")) {
             ScalarField(d, false, [&] { size = Int64(d); });
-          } else if (d == "name") {
+          } else if (d.Is("name")) {
             c_.ExpectColon(d);
             CheckedString(d);
           } else {
@@ -496,7 +494,7 @@ void TextParser::TensorShape(bool keep_dims, bool* unknown_rank) {
         });
         if (keep_dims) b_.AddDim(size);
       });
-    } else if (f == "unknown_rank") {
+    } else if (f.Is("unknown_rank")) {
       ScalarField(f, false, [&] { *unknown_rank = c_.Bool(f); });
     } else {
       return false;
@@ -506,19 +504,19 @@ void TextParser::TensorShape(bool keep_dims, bool* unknown_rank) {
 }
 
 void TextParser::AllocationDescription(TensorFields* t) {
-  Message("allocation_description", [&](std::string_view f) {
-    if (f == "requested_bytes") {
+  Message("allocation_description", [&](auto& f) {
+    if (f.Is("requested_bytes")) {
       ScalarField(f, false, [&] { t->requested_bytes = Int64(f); });
-    } else if (f == "allocated_bytes") {
+    } else if (f.Is("allocated_bytes")) {
       ScalarField(f, false, [&] { t->allocated_bytes = Int64(f); });
-    } else if (f == "allocator_name") {
+    } else if (f.Is("allocator_name")) {
       c_.ExpectColon(f);
-      t->allocator = InternString(f, true);
-    } else if (f == "allocation_id") {
+      t->allocator = InternString(f, Names::kRepeated);
+    } else if (f.Is("allocation_id")) {
       ScalarField(f, false, [&] { t->allocation_id = Int64(f); });
-    } else if (f == "has_single_reference") {
+    } else if (f.Is("has_single_reference")) {
       ScalarField(f, false, [&] { t->has_single_reference = c_.Bool(f); });
-    } else if (f == "ptr") {
+    } else if (f.Is("ptr")) {
       ScalarField(f, false, [&] { t->ptr = c_.UInt64(f); });
     } else {
       return false;
@@ -528,16 +526,16 @@ void TextParser::AllocationDescription(TensorFields* t) {
 }
 
 void TextParser::MemoryStats(int64_t event_id, EventFields* e) {
-  Message("memory_stats", [&](std::string_view f) {
-    if (f == "temp_memory_size") {
+  Message("memory_stats", [&](auto& f) {
+    if (f.Is("temp_memory_size")) {
       ScalarField(f, false, [&] { e->temp_memory_size = Int64(f); });
-    } else if (f == "persistent_memory_size") {
+    } else if (f.Is("persistent_memory_size")) {
       ScalarField(f, false, [&] { e->persistent_memory_size = Int64(f); });
-    } else if (f == "persistent_tensor_alloc_ids") {
+    } else if (f.Is("persistent_tensor_alloc_ids")) {
       ScalarField(f, true, [&] { b_.AddPersistentTensor(event_id, Int64(f)); });
-    } else if (f == "device_temp_memory_size" || f == "device_persistent_memory_size") {
+    } else if (f.Is("device_temp_memory_size") || f.Is("device_persistent_memory_size")) {
       ScalarField(f, false, [&] { Int64(f); });
-    } else if (f == "device_persistent_tensor_alloc_ids") {
+    } else if (f.Is("device_persistent_tensor_alloc_ids")) {
       ScalarField(f, true, [&] { Int64(f); });
     } else {
       return false;
@@ -547,17 +545,17 @@ void TextParser::MemoryStats(int64_t event_id, EventFields* e) {
 }
 
 void TextParser::CostGraph() {
-  Message("cost_graph", [&](std::string_view f) {
-    if (f == "node") {
+  Message("cost_graph", [&](auto& f) {
+    if (f.Is("node")) {
       MessageField(f, true, [&] { CostNode(); });
       return true;
     }
-    if (f == "cost") {
+    if (f.Is("cost")) {
       MessageField(f, true, [&] {
-        Message(f, [&](std::string_view a) {
-          if (a == "cost") {
+        Message(f, [&](auto& a) {
+          if (a.Is("cost")) {
             c_.SkipValue(a);  // ": <float>": not exported
-          } else if (a == "dimension") {
+          } else if (a.Is("dimension")) {
             c_.ExpectColon(a);
             CheckedString(a);
           } else {
@@ -575,22 +573,22 @@ void TextParser::CostGraph() {
 void TextParser::CostNode() {
   CostNodeFields n;
   CostGraphTable& cg = b_.cost_graph();
-  Message("node", [&](std::string_view f) {
-    if (f == "name") {
+  Message("node", [&](auto& f) {
+    if (f.Is("name")) {
       c_.ExpectColon(f);
       n.name = InternString(f);
-    } else if (f == "device") {
+    } else if (f.Is("device")) {
       c_.ExpectColon(f);
       n.device = InternString(f);
-    } else if (f == "id") {
+    } else if (f.Is("id")) {
       ScalarField(f, false, [&] { n.id = c_.Int32(f); });
-    } else if (f == "input_info") {
+    } else if (f.Is("input_info")) {
       MessageField(f, true, [&] {
         int32_t preceding_node = 0;
-        Message(f, [&](std::string_view i) {
-          if (i == "preceding_node") {
+        Message(f, [&](auto& i) {
+          if (i.Is("preceding_node")) {
             ScalarField(i, false, [&] { preceding_node = c_.Int32(i); });
-          } else if (i == "preceding_port") {
+          } else if (i.Is("preceding_port")) {
             ScalarField(i, false, [&] { c_.Int32(i); });
           } else {
             return false;
@@ -599,18 +597,18 @@ void TextParser::CostNode() {
         });
         cg.input_nodes.values.push_back(preceding_node);
       });
-    } else if (f == "output_info") {
+    } else if (f.Is("output_info")) {
       MessageField(f, true, [&] {
         int64_t size = 0;
-        Message(f, [&](std::string_view o) {
-          if (o == "size") {
+        Message(f, [&](auto& o) {
+          if (o.Is("size")) {
             ScalarField(o, false, [&] { size = Int64(o); });
-          } else if (o == "alias_input_port") {
+          } else if (o.Is("alias_input_port")) {
             ScalarField(o, false, [&] { Int64(o); });
-          } else if (o == "shape") {
+          } else if (o.Is("shape")) {
             bool unknown_rank = false;
             MessageField(o, false, [&] { TensorShape(false, &unknown_rank); });
-          } else if (o == "dtype") {
+          } else if (o.Is("dtype")) {
             ScalarField(o, false, [&] { c_.Enum(o, DtypeLookup); });
           } else {
             return false;
@@ -619,24 +617,24 @@ void TextParser::CostNode() {
         });
         cg.output_sizes.values.push_back(size);
       });
-    } else if (f == "temporary_memory_size") {
+    } else if (f.Is("temporary_memory_size")) {
       ScalarField(f, false, [&] { n.temporary_memory_size = Int64(f); });
-    } else if (f == "persistent_memory_size") {
+    } else if (f.Is("persistent_memory_size")) {
       ScalarField(f, false, [&] { n.persistent_memory_size = Int64(f); });
-    } else if (f == "is_final") {
+    } else if (f.Is("is_final")) {
       ScalarField(f, false, [&] { n.is_final = c_.Bool(f); });
-    } else if (f == "control_input") {
+    } else if (f.Is("control_input")) {
       ScalarField(f, true, [&] { cg.control_inputs.values.push_back(c_.Int32(f)); });
-    } else if (f == "compute_cost") {
+    } else if (f.Is("compute_cost")) {
       ScalarField(f, false, [&] { n.compute_cost = Int64(f); });
-    } else if (f == "compute_time") {
+    } else if (f.Is("compute_time")) {
       ScalarField(f, false, [&] { n.compute_time = Int64(f); });
-    } else if (f == "memory_time") {
+    } else if (f.Is("memory_time")) {
       ScalarField(f, false, [&] { n.memory_time = Int64(f); });
-    } else if (f == "inaccurate") {
+    } else if (f.Is("inaccurate")) {
       ScalarField(f, false, [&] { n.inaccurate = c_.Bool(f); });
-    } else if (f == "host_temp_memory_size" || f == "device_temp_memory_size" ||
-               f == "device_persistent_memory_size") {
+    } else if (f.Is("host_temp_memory_size") || f.Is("device_temp_memory_size") ||
+               f.Is("device_persistent_memory_size")) {
       ScalarField(f, false, [&] { Int64(f); });
     } else {
       return false;
@@ -648,23 +646,23 @@ void TextParser::CostNode() {
 
 void TextParser::GraphDef(std::string_view field, const GraphKey& key) {
   const int32_t graph_index = b_.BeginGraph(key);
-  Message(field, [&](std::string_view f) {
-    if (f != "node") return false;
+  Message(field, [&](auto& f) {
+    if (!f.Is("node")) return false;
     MessageField(f, true, [&] {
       GraphNodeFields n;
-      Message(f, [&](std::string_view d) {
-        if (d == "name") {
+      Message(f, [&](auto& d) {
+        if (d.Is("name")) {
           c_.ExpectColon(d);
           n.name = InternString(d);
-        } else if (d == "op") {
+        } else if (d.Is("op")) {
           c_.ExpectColon(d);
           n.op = InternString(d);
-        } else if (d == "device") {
+        } else if (d.Is("device")) {
           c_.ExpectColon(d);
           n.device = InternString(d);
-        } else if (d == "input") {
+        } else if (d.Is("input")) {
           ScalarField(d, true, [&] { b_.AddGraphInput(CheckedString(d)); });
-        } else if (d == "attr") {
+        } else if (d.Is("attr")) {
           return Ignore(d);
         } else {
           return false;
@@ -679,13 +677,13 @@ void TextParser::GraphDef(std::string_view field, const GraphKey& key) {
 
 void TextParser::FunctionGraphs() {
   const auto fg = reinterpret_cast<uintptr_t>(c_.pos());
-  Message("function_graphs", [&](std::string_view f) {
-    if (f == "partition_graphs") {
+  Message("function_graphs", [&](auto& f) {
+    if (f.Is("partition_graphs")) {
       MessageField(f, true, [&] {
         GraphDef(f, GraphKey{fg, 0, reinterpret_cast<uintptr_t>(c_.pos())});
       });
-    } else if (f == "pre_optimization_graph" || f == "post_optimization_graph") {
-      const uint8_t slot = f == "pre_optimization_graph" ? 1 : 2;
+    } else if (f.Is("pre_optimization_graph") || f.Is("post_optimization_graph")) {
+      const uint8_t slot = std::string_view(f) == "pre_optimization_graph" ? 1 : 2;
       MessageField(f, false, [&] { GraphDef(f, GraphKey{fg, slot, 0}); });
     } else {
       return false;
