@@ -103,7 +103,7 @@ void RegisterQueries(py::module_& m) {
   m.def(
       "replay",
       [](const PyTrace& trace, const std::string& source, std::optional<std::string> allocator,
-         bool snapshot_baseline) {
+         bool snapshot_baseline, bool with_live) {
         if (source != "records" && source != "tensors") {
           throw py::value_error("source must be 'records' or 'tensors', not '" + source + "'");
         }
@@ -111,14 +111,16 @@ void RegisterQueries(py::module_& m) {
         query::Replay result;
         {
           py::gil_scoped_release release;
-          result = source == "records" ? query::ReplayRecords(*trace.tables, only, snapshot_baseline)
-                                       : query::ReplayTensors(*trace.tables, only);
+          result = source == "records"
+                       ? query::ReplayRecords(*trace.tables, only, snapshot_baseline, with_live)
+                       : query::ReplayTensors(*trace.tables, only);
         }
         return py::make_tuple(Export(trace, std::move(result.timeline)),
                               Export(trace, std::move(result.peaks)),
                               Export(trace, std::move(result.live)));
       },
-      py::arg("trace"), py::arg("source"), py::arg("allocator"), py::arg("snapshot_baseline"));
+      py::arg("trace"), py::arg("source"), py::arg("allocator"), py::arg("snapshot_baseline"),
+      py::arg("with_live") = true);
 
   m.def(
       "op_stats",

@@ -21,13 +21,15 @@ class MemoryReplay:
             allocator.
     """
 
-    def __init__(self, trace, source: str, capsules: tuple) -> None:
+    def __init__(self, trace, source: str, capsules: tuple, replay_live=None) -> None:
         timeline, peaks, live = capsules
         self._trace = trace
         self.source = source
         self.timeline: pa.Table = table_from_capsules(timeline)
         self.peaks: pa.Table = table_from_capsules(peaks)
-        self._live = table_from_capsules(live)
+        # records: what was live at each peak is replayed again only when asked for
+        self._live = table_from_capsules(live) if replay_live is None else None
+        self._replay_live = replay_live
 
     @property
     def allocators(self) -> list[str]:
@@ -49,6 +51,8 @@ class MemoryReplay:
         (``event_id, node_name, allocator, time_ns, bytes``), in replay order.
         """
         self.peak(allocator)  # raises KeyError for an unknown allocator
+        if self._live is None:
+            self._live = table_from_capsules(self._replay_live())
         live = self._live.filter(pc.equal(self._live["allocator"].cast(pa.string()), allocator))
         rows = live["row"]
         if self.source == "tensors":
@@ -92,5 +96,12 @@ def replay(trace, source: str, allocator: str | None, baseline: str | None) -> M
         raise ValueError(f"baseline must be None or 'snapshot', not {baseline!r}")
     if baseline is not None and source != "records":
         raise ValueError("baseline='snapshot' applies to source='records' only")
-    capsules = _core.replay(trace._core, source, allocator, baseline == "snapshot")
-    return MemoryReplay(trace, source, capsules)
+    snapshot = baseline == "snapshot"
+    if source == "tensors":
+        return MemoryReplay(trace, source, _core.replay(trace._core, source, allocator, snapshot))
+    capsules = _core.replay(trace._core, source, allocator, snapshot, False)
+
+    def replay_live():
+        return _core.replay(trace._core, source, allocator, snapshot, True)[2]
+
+    return MemoryReplay(trace, source, capsules, replay_live)

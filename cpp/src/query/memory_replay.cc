@@ -44,13 +44,16 @@ std::vector<uint32_t> SortedAllocators(const StringPool& pool, const std::vector
 
 // Replays one allocator's changes, given in replay order by `at(k)` -> {time, bytes} for
 // k in [0, n): appends the timeline rows and returns the index of the change after which the
-// peak was first reached (or SIZE_MAX).
+// peak was first reached (or SIZE_MAX); *live_at_peak: allocations minus frees up to there.
 template <class At>
 size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t baseline,
-                       ReplayTimeline* timeline, int64_t* peak_bytes, int64_t* peak_time) {
+                       ReplayTimeline* timeline, int64_t* peak_bytes, int64_t* peak_time,
+                       int64_t* live_at_peak) {
   int64_t level = baseline;
+  int64_t live = 0;
   *peak_bytes = 0;
   *peak_time = 0;
+  *live_at_peak = 0;
   size_t peak_at = SIZE_MAX;
   size_t i = 0;
   while (i < n) {
@@ -61,6 +64,7 @@ size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t basel
       const Change c = at(j);
       if (c.time != now) break;
       delta = CheckedAdd(delta, c.bytes, "memory replay delta");
+      live += (c.bytes > 0) - (c.bytes < 0);
     }
     level = CheckedAdd(level, delta, "memory replay level");
     timeline->allocator.push_back(allocator);
@@ -70,6 +74,7 @@ size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t basel
     if (level > *peak_bytes) {
       *peak_bytes = level;
       *peak_time = now;
+      *live_at_peak = live;
       peak_at = j - 1;
     }
     i = j;
@@ -196,7 +201,7 @@ class RecordOrder {
 
 }  // namespace
 
-Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline) {
+Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline, bool with_live) {
   const AllocRecordTable& r = t.alloc_records;
   Replay out;
   const std::vector<uint32_t> allocators = SortedAllocators(t.pool, r.allocator, only);
@@ -235,20 +240,16 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
         baseline = CheckedSub(a.allocator_bytes_in_use[best], level_then, "snapshot baseline");
       }
     }
-    int64_t peak_bytes, peak_time;
-    const size_t peak_at =
-        ReplayAllocator(allocator, n_changes, at, baseline, &out.timeline, &peak_bytes, &peak_time);
-    int64_t live = 0;
-    if (peak_at != SIZE_MAX) {
+    int64_t peak_bytes, peak_time, live;
+    const size_t peak_at = ReplayAllocator(allocator, n_changes, at, baseline, &out.timeline,
+                                           &peak_bytes, &peak_time, &live);
+    if (with_live && peak_at != SIZE_MAX) {
       for (size_t j = 0; j <= peak_at; ++j) {
         const Change c = at(j);
         if (c.bytes > 0) {
-          ++live;
           out.live.allocator.push_back(allocator);
           out.live.row.push_back(c.name);
           out.live.tensor_name.Append("");
-        } else if (c.bytes < 0) {
-          --live;
         }
       }
     }

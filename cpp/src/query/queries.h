@@ -42,7 +42,9 @@ struct Replay {
 };
 
 // `allocator`: a pool id to restrict to, or StringPool::kNotFound for all allocators.
-Replay ReplayRecords(const TraceTables& t, uint32_t allocator, bool snapshot_baseline);
+// with_live=false leaves Replay::live empty (the peaks still count the live records).
+Replay ReplayRecords(const TraceTables& t, uint32_t allocator, bool snapshot_baseline,
+                     bool with_live = true);
 Replay ReplayTensors(const TraceTables& t, uint32_t allocator);
 
 enum class GroupBy { kOp, kNodeName, kDevice };
