@@ -54,3 +54,53 @@ def test_records_replay_matches_brute_force(tmp_path, case, n):
                      for c in ("allocator", "time_ns", "delta_bytes", "bytes_in_use"))))
     assert got == _brute_force(recs)
     assert sum(r.peaks.column("n_changes").to_pylist()) == n
+
+
+def test_records_replay_parallel_path_matches_numpy(tmp_path):
+    """Over 2^20 records the buckets are sorted and replayed on all cores: same timeline and
+    peaks as a numpy replay."""
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(3)
+    n_events = 600_000
+    alloc = rng.integers(0, 3, n_events)
+    start_us = 1_600_000_000_000_000 + np.cumsum(rng.integers(0, 5, n_events))
+    dur_us = rng.integers(0, 40, n_events)
+    size = rng.integers(1, 1 << 20, n_events)
+    names = ("gpu_a", "gpu_b", "host")
+    parts = ['dev_stats { device: "/d"\n']
+    for a, s, d, b in zip(alloc.tolist(), start_us.tolist(), dur_us.tolist(), size.tolist()):
+        parts.append(
+            f'node_stats {{ all_start_micros: {s} memory {{ allocator_name: "{names[a]}" '
+            f"allocation_records {{ alloc_micros: {s} alloc_bytes: {b} }} "
+            f"allocation_records {{ alloc_micros: {s + d} alloc_bytes: {-b} }} }} }}\n")
+    parts.append("}\n")
+    path = tmp_path / "big.pbtxt"
+    path.write_text("".join(parts))
+    t = tracecore.open(path)
+    rec = t.alloc_records
+    assert rec.num_rows == 2 * n_events > (1 << 20)
+    r = t.replay(source="records")
+    allocator = np.array([names.index(x) for x in rec.column("allocator").to_pylist()])
+    times = rec.column("time_ns").to_numpy()
+    nbytes = rec.column("bytes").to_numpy()
+    got_time = r.timeline.column("time_ns").to_numpy()
+    got_level = r.timeline.column("bytes_in_use").to_numpy()
+    got_alloc = r.timeline.column("allocator").to_pylist()
+    offset = 0
+    for k, name in enumerate(names):  # allocators come in name order
+        sel = allocator == k
+        order = np.lexsort((np.nonzero(sel)[0], times[sel]))
+        t_sorted, b_sorted = times[sel][order], nbytes[sel][order]
+        uniq, first = np.unique(t_sorted, return_index=True)
+        delta = np.add.reduceat(b_sorted, first)
+        level = np.cumsum(delta)
+        rows = slice(offset, offset + len(uniq))
+        assert got_alloc[rows.start] == name and got_alloc[rows.stop - 1] == name
+        np.testing.assert_array_equal(got_time[rows], uniq)
+        np.testing.assert_array_equal(got_level[rows], level)
+        peak = r.peak(name)
+        assert peak["peak_bytes"] == level.max()
+        assert peak["peak_time_ns"] == uniq[np.argmax(level)]
+        assert peak["n_changes"] == int(sel.sum())
+        offset += len(uniq)
+    assert offset == r.timeline.num_rows

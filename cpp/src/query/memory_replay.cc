@@ -1,6 +1,7 @@
 // Memory replays: the allocation records as the allocator saw them, and TensorFlow timeline.py's
 // tensor-lifetime model reproduced exactly (see docs/queries.md).
 #include <algorithm>
+#include <exception>
 #include <atomic>
 #include <cstdint>
 #include <numeric>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "core/huge_pages.h"
 #include "query/queries.h"
 #include "query/radix_sort.h"
 
@@ -42,12 +44,48 @@ std::vector<uint32_t> SortedAllocators(const StringPool& pool, const std::vector
   return ids;
 }
 
+// Runs fn(q) for q in [0, n) on up to all cores (one thread when `parallel` is false). Every
+// call runs; then the exception of the lowest q that threw, if any, is rethrown, so errors do
+// not depend on the thread count.
+template <class Fn>
+void ForEachMaybeParallel(size_t n, bool parallel, const Fn& fn) {
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  const auto worker = [&] {
+    for (size_t q = next++; q < n; q = next++) {
+      try {
+        fn(q);
+      } catch (...) {
+        errors[q] = std::current_exception();
+      }
+    }
+  };
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n_threads = parallel ? std::min(hw, n) : 1;
+  std::vector<std::thread> helpers;
+  for (size_t w = 1; w < n_threads; ++w) helpers.emplace_back(worker);
+  worker();
+  for (std::thread& h : helpers) h.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Where one allocator's timeline rows go (its segment of the output columns).
+struct TimelineRows {
+  uint32_t* allocator;
+  int64_t* time_ns;
+  int64_t* delta_bytes;
+  int64_t* bytes_in_use;
+};
+
 // Replays one allocator's changes, given in replay order by `at(k)` -> {time, bytes} for
-// k in [0, n): appends the timeline rows and returns the index of the change after which the
-// peak was first reached (or SIZE_MAX); *live_at_peak: allocations minus frees up to there.
+// k in [0, n): writes one timeline row per distinct time to `rows` and returns the index of the
+// change after which the peak was first reached (or SIZE_MAX); *live_at_peak: allocations
+// minus frees up to there.
 template <class At>
 size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t baseline,
-                       ReplayTimeline* timeline, int64_t* peak_bytes, int64_t* peak_time,
+                       TimelineRows rows, int64_t* peak_bytes, int64_t* peak_time,
                        int64_t* live_at_peak) {
   int64_t level = baseline;
   int64_t live = 0;
@@ -67,10 +105,10 @@ size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t basel
       live += (c.bytes > 0) - (c.bytes < 0);
     }
     level = CheckedAdd(level, delta, "memory replay level");
-    timeline->allocator.push_back(allocator);
-    timeline->time_ns.push_back(now);
-    timeline->delta_bytes.push_back(delta);
-    timeline->bytes_in_use.push_back(level);
+    *rows.allocator++ = allocator;
+    *rows.time_ns++ = now;
+    *rows.delta_bytes++ = delta;
+    *rows.bytes_in_use++ = level;
     if (level > *peak_bytes) {
       *peak_bytes = level;
       *peak_time = now;
@@ -124,9 +162,10 @@ class RecordOrder {
     packed_ = max_range_bits + shift_ <= 64;
     row_bytes_ = shift_ / 8;
     std::vector<size_t> fill(begin_.begin(), begin_.end() - 1);
+    rows_.assign(allocators.size(), 0);
     if (packed_) {
       mask_ = shift_ == 64 ? ~uint64_t{0} : (uint64_t{1} << shift_) - 1;
-      keys_.resize(begin_.back());
+      ResizeHuge(keys_, begin_.back());
       const auto fill_keys = [&](auto divisor) {  // a constant divisor: a multiply, not a div
         for (size_t i = 0; i < r.size(); ++i) {
           const uint32_t s = slot[r.allocator[i]];
@@ -141,25 +180,27 @@ class RecordOrder {
       } else {
         fill_keys(std::integral_constant<uint64_t, 1>());
       }
-      // Buckets are sorted in parallel (largest first) when there is enough work.
+      // Buckets are sorted in parallel (largest first) when there is enough work; each then
+      // counts its distinct times (its timeline rows).
       std::vector<size_t> todo(allocators.size());
       std::iota(todo.begin(), todo.end(), size_t{0});
       std::sort(todo.begin(), todo.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
-      std::atomic<size_t> next{0};
-      const auto worker = [&] {
+      ForEachMaybeParallel(todo.size(), parallel(), [&](size_t q) {
+        const size_t k = todo[q];
+        uint64_t* keys = keys_.data() + begin_[k];
+        const size_t n = size(k);
         std::vector<uint64_t> scratch;
-        for (size_t q = next++; q < todo.size(); q = next++) {
-          const size_t k = todo[q];
-          RadixSort(keys_.data() + begin_[k], size(k), scratch, [](uint64_t key) { return key; },
-                    row_bytes_);
+        if (n > (size_t{1} << 22)) {
+          scratch.reserve(n);
+          AdviseHugePages(scratch.data(), n * sizeof(uint64_t));
         }
-      };
-      const size_t hw = std::max(1u, std::thread::hardware_concurrency());
-      const size_t n_threads = total() < (size_t{1} << 20) ? 1 : std::min(hw, todo.size());
-      std::vector<std::thread> helpers;
-      for (size_t w = 1; w < n_threads; ++w) helpers.emplace_back(worker);
-      worker();
-      for (std::thread& h : helpers) h.join();
+        RadixSort(keys, n, scratch, [](uint64_t key) { return key; }, row_bytes_);
+        const int shift = shift_;
+        const auto time_of = [shift](uint64_t key) { return shift == 64 ? 0 : key >> shift; };
+        size_t distinct = 0;
+        for (size_t j = 0; j < n; ++j) distinct += j == 0 || time_of(keys[j]) != time_of(keys[j - 1]);
+        rows_[k] = distinct;
+      });
     } else {
       changes_.resize(begin_.back());
       for (size_t i = 0; i < r.size(); ++i) {
@@ -168,11 +209,17 @@ class RecordOrder {
       }
       std::vector<Change> scratch;
       for (size_t k = 0; k < allocators.size(); ++k) {
-        RadixSort(changes_.data() + begin_[k], begin_[k + 1] - begin_[k], scratch,
-                  [](const Change& c) { return OrderedKey(c.time); });
+        Change* changes = changes_.data() + begin_[k];
+        RadixSort(changes, size(k), scratch, [](const Change& c) { return OrderedKey(c.time); });
+        for (size_t j = 0; j < size(k); ++j) rows_[k] += j == 0 || changes[j].time != changes[j - 1].time;
       }
     }
   }
+
+  // Whether per-bucket work is worth threads.
+  bool parallel() const { return total() >= (size_t{1} << 20); }
+  // Timeline rows (distinct times) of bucket k.
+  size_t rows(size_t k) const { return rows_[k]; }
 
   size_t total() const { return begin_.back(); }
   size_t size(size_t k) const { return begin_[k + 1] - begin_[k]; }
@@ -197,6 +244,7 @@ class RecordOrder {
   bool packed_ = true;
   std::vector<uint64_t> keys_;
   std::vector<Change> changes_;
+  std::vector<size_t> rows_;
 };
 
 }  // namespace
@@ -206,11 +254,17 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
   Replay out;
   const std::vector<uint32_t> allocators = SortedAllocators(t.pool, r.allocator, only);
   const RecordOrder order(r, allocators, t.pool.size());
-  out.timeline.allocator.reserve(order.total());
-  out.timeline.time_ns.reserve(order.total());
-  out.timeline.delta_bytes.reserve(order.total());
-  out.timeline.bytes_in_use.reserve(order.total());
-  for (size_t k = 0; k < allocators.size(); ++k) {
+  const size_t n_alloc = allocators.size();
+  // Each allocator writes its own segment of the timeline, in parallel.
+  std::vector<size_t> first_row(n_alloc + 1, 0);
+  for (size_t k = 0; k < n_alloc; ++k) first_row[k + 1] = first_row[k] + order.rows(k);
+  ResizeHuge(out.timeline.allocator, first_row.back());
+  ResizeHuge(out.timeline.time_ns, first_row.back());
+  ResizeHuge(out.timeline.delta_bytes, first_row.back());
+  ResizeHuge(out.timeline.bytes_in_use, first_row.back());
+  std::vector<int64_t> peak_bytes(n_alloc), peak_time(n_alloc), live(n_alloc);
+  std::vector<size_t> peak_at(n_alloc);
+  ForEachMaybeParallel(n_alloc, order.parallel(), [&](size_t k) {
     const uint32_t allocator = allocators[k];
     const size_t n_changes = order.size(k);
     const auto at = [&](size_t j) { return order.at(k, j); };
@@ -240,12 +294,18 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
         baseline = CheckedSub(a.allocator_bytes_in_use[best], level_then, "snapshot baseline");
       }
     }
-    int64_t peak_bytes, peak_time, live;
-    const size_t peak_at = ReplayAllocator(allocator, n_changes, at, baseline, &out.timeline,
-                                           &peak_bytes, &peak_time, &live);
-    if (with_live && peak_at != SIZE_MAX) {
-      for (size_t j = 0; j <= peak_at; ++j) {
-        const Change c = at(j);
+    const size_t row = first_row[k];
+    const TimelineRows rows{out.timeline.allocator.data() + row, out.timeline.time_ns.data() + row,
+                            out.timeline.delta_bytes.data() + row,
+                            out.timeline.bytes_in_use.data() + row};
+    peak_at[k] = ReplayAllocator(allocator, n_changes, at, baseline, rows, &peak_bytes[k],
+                                 &peak_time[k], &live[k]);
+  });
+  for (size_t k = 0; k < n_alloc; ++k) {
+    const uint32_t allocator = allocators[k];
+    if (with_live && peak_at[k] != SIZE_MAX) {
+      for (size_t j = 0; j <= peak_at[k]; ++j) {
+        const Change c = order.at(k, j);
         if (c.bytes > 0) {
           out.live.allocator.push_back(allocator);
           out.live.row.push_back(c.name);
@@ -254,10 +314,10 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
       }
     }
     out.peaks.allocator.push_back(allocator);
-    out.peaks.peak_bytes.push_back(peak_bytes);
-    out.peaks.peak_time_ns.push_back(peak_time);
-    out.peaks.live_tensors.push_back(live);
-    out.peaks.n_changes.push_back(static_cast<int64_t>(n_changes));
+    out.peaks.peak_bytes.push_back(peak_bytes[k]);
+    out.peaks.peak_time_ns.push_back(peak_time[k]);
+    out.peaks.live_tensors.push_back(live[k]);
+    out.peaks.n_changes.push_back(static_cast<int64_t>(order.size(k)));
   }
   return out;
 }
