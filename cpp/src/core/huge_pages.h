@@ -27,8 +27,8 @@ inline void AdviseHugePages(const void* data, size_t bytes) {
 }
 
 // v.resize(n) of a vector not written yet, with the hint given before the first write.
-template <class T>
-void ResizeHuge(std::vector<T>& v, size_t n) {
+template <class T, class A>
+void ResizeHuge(std::vector<T, A>& v, size_t n) {
   v.reserve(n);
   AdviseHugePages(v.data(), v.capacity() * sizeof(T));
   v.resize(n);

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "core/huge_pages.h"
+#include "core/uninit_vector.h"
 #include "query/queries.h"
 #include "query/radix_sort.h"
 
@@ -132,19 +133,51 @@ class RecordOrder {
     constexpr uint32_t kSkip = UINT32_MAX;
     std::vector<uint32_t> slot(pool_size, kSkip);
     for (size_t k = 0; k < allocators.size(); ++k) slot[allocators[k]] = static_cast<uint32_t>(k);
-    std::vector<int64_t> hi(allocators.size(), INT64_MIN);
-    // Record times come from alloc_micros: multiples of 1000 ns. Then the keys hold
-    // (time - min) / 1000, ten bits fewer to sort.
+    const size_t n_alloc = allocators.size();
+    // The records are split into contiguous parts (one per core for large inputs); each part
+    // counts its records per bucket and their time range, then writes its keys after those of
+    // the parts before it, so every bucket keeps file order.
+    const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+    const size_t n_parts = r.size() >= (size_t{1} << 20) ? hw : 1;
+    const auto part_begin = [&](size_t p) { return r.size() * p / n_parts; };
+    std::vector<size_t> counts(n_parts * n_alloc, 0);
+    std::vector<int64_t> part_lo(n_parts * n_alloc, INT64_MAX), part_hi(n_parts * n_alloc, INT64_MIN);
+    std::vector<uint8_t> part_whole(n_parts, 1);
+    ForEachMaybeParallel(n_parts, n_parts > 1, [&](size_t p) {
+      // Counted in locals, copied out at the end: parts sharing cache lines of the result
+      // arrays would slow each other down on every record.
+      std::vector<size_t> count(n_alloc, 0);
+      std::vector<int64_t> lo(n_alloc, INT64_MAX), hi(n_alloc, INT64_MIN);
+      // Record times come from alloc_micros: multiples of 1000 ns. Then the keys hold
+      // (time - min) / 1000, ten bits fewer to sort.
+      bool whole_micros = true;
+      for (size_t i = part_begin(p); i < part_begin(p + 1); ++i) {
+        const uint32_t s = slot[r.allocator[i]];
+        if (s == kSkip) continue;
+        ++count[s];
+        lo[s] = std::min(lo[s], r.time_ns[i]);
+        hi[s] = std::max(hi[s], r.time_ns[i]);
+        whole_micros &= r.time_ns[i] % 1000 == 0;
+      }
+      std::copy(count.begin(), count.end(), counts.begin() + p * n_alloc);
+      std::copy(lo.begin(), lo.end(), part_lo.begin() + p * n_alloc);
+      std::copy(hi.begin(), hi.end(), part_hi.begin() + p * n_alloc);
+      part_whole[p] = whole_micros;
+    });
+    std::vector<int64_t> hi(n_alloc, INT64_MIN);
+    std::vector<size_t> part_fill(n_parts * n_alloc);  // where part p writes bucket k
     bool whole_micros = true;
-    for (size_t i = 0; i < r.size(); ++i) {
-      const uint32_t s = slot[r.allocator[i]];
-      if (s == kSkip) continue;
-      ++begin_[s + 1];
-      lo_[s] = std::min(lo_[s], r.time_ns[i]);
-      hi[s] = std::max(hi[s], r.time_ns[i]);
-      whole_micros &= r.time_ns[i] % 1000 == 0;
+    for (size_t k = 0; k < n_alloc; ++k) {
+      size_t at = begin_[k];
+      for (size_t p = 0; p < n_parts; ++p) {
+        part_fill[p * n_alloc + k] = at;
+        at += counts[p * n_alloc + k];
+        lo_[k] = std::min(lo_[k], part_lo[p * n_alloc + k]);
+        hi[k] = std::max(hi[k], part_hi[p * n_alloc + k]);
+      }
+      begin_[k + 1] = at;
     }
-    for (size_t k = 0; k < allocators.size(); ++k) begin_[k + 1] += begin_[k];
+    for (size_t p = 0; p < n_parts; ++p) whole_micros &= part_whole[p] != 0;
     scale_ = whole_micros ? 1000 : 1;
     int max_range_bits = 0;
     for (size_t k = 0; k < allocators.size(); ++k) {
@@ -166,20 +199,25 @@ class RecordOrder {
     if (packed_) {
       mask_ = shift_ == 64 ? ~uint64_t{0} : (uint64_t{1} << shift_) - 1;
       ResizeHuge(keys_, begin_.back());
-      const auto fill_keys = [&](auto divisor) {  // a constant divisor: a multiply, not a div
-        for (size_t i = 0; i < r.size(); ++i) {
+      const auto fill_keys = [&](size_t p, auto divisor) {  // constant divisor: no div
+        // A local copy of the fill offsets, for the same reason as above.
+        std::vector<size_t> fill_at(part_fill.begin() + p * n_alloc,
+                                    part_fill.begin() + (p + 1) * n_alloc);
+        for (size_t i = part_begin(p); i < part_begin(p + 1); ++i) {
           const uint32_t s = slot[r.allocator[i]];
           if (s == kSkip) continue;
           const uint64_t rel =
               (static_cast<uint64_t>(r.time_ns[i]) - static_cast<uint64_t>(lo_[s])) / decltype(divisor)::value;
-          keys_[fill[s]++] = (shift_ == 64 ? 0 : rel << shift_) | i;
+          keys_[fill_at[s]++] = (shift_ == 64 ? 0 : rel << shift_) | i;
         }
       };
-      if (scale_ == 1000) {
-        fill_keys(std::integral_constant<uint64_t, 1000>());
-      } else {
-        fill_keys(std::integral_constant<uint64_t, 1>());
-      }
+      ForEachMaybeParallel(n_parts, n_parts > 1, [&](size_t p) {
+        if (scale_ == 1000) {
+          fill_keys(p, std::integral_constant<uint64_t, 1000>());
+        } else {
+          fill_keys(p, std::integral_constant<uint64_t, 1>());
+        }
+      });
       // Buckets are sorted in parallel (largest first) when there is enough work; each then
       // counts its distinct times (its timeline rows).
       std::vector<size_t> todo(allocators.size());
@@ -189,7 +227,7 @@ class RecordOrder {
         const size_t k = todo[q];
         uint64_t* keys = keys_.data() + begin_[k];
         const size_t n = size(k);
-        std::vector<uint64_t> scratch;
+        UninitVector<uint64_t> scratch;
         if (n > (size_t{1} << 22)) {
           scratch.reserve(n);
           AdviseHugePages(scratch.data(), n * sizeof(uint64_t));
@@ -242,7 +280,7 @@ class RecordOrder {
   int shift_ = 0;
   uint64_t mask_ = 0;
   bool packed_ = true;
-  std::vector<uint64_t> keys_;
+  UninitVector<uint64_t> keys_;
   std::vector<Change> changes_;
   std::vector<size_t> rows_;
 };

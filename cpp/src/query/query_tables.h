@@ -34,9 +34,9 @@ struct OccupancyBinsTable {
   TableView View() const;
 };
 
-struct ReplayTimeline {
-  std::vector<uint32_t> allocator;
-  std::vector<int64_t> time_ns, delta_bytes, bytes_in_use;
+struct ReplayTimeline {  // tens of millions of rows, filled in parallel: no zeroing first
+  UninitVector<uint32_t> allocator;
+  UninitVector<int64_t> time_ns, delta_bytes, bytes_in_use;
   TableView View() const;
 };
 

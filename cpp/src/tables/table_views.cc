@@ -5,8 +5,8 @@
 namespace tracecore {
 namespace columns {
 namespace {
-template <class T>
-ColumnView Fixed(const char* name, ColumnKind kind, const std::vector<T>& v,
+template <class T, class A>
+ColumnView Fixed(const char* name, ColumnKind kind, const std::vector<T, A>& v,
                  const std::vector<uint8_t>* valid = nullptr) {
   ColumnView c{name, kind, static_cast<int64_t>(v.size())};
   c.values = v.data();
@@ -34,6 +34,8 @@ ColumnView Bool(const char* n, const std::vector<uint8_t>& v) { return Fixed(n, 
 ColumnView Dict(const char* n, const std::vector<uint32_t>& v, const std::vector<uint8_t>* valid) {
   return Fixed(n, ColumnKind::kDictString, v, valid);
 }
+ColumnView Int64(const char* n, const UninitVector<int64_t>& v) { return Fixed(n, ColumnKind::kInt64, v); }
+ColumnView Dict(const char* n, const UninitVector<uint32_t>& v) { return Fixed(n, ColumnKind::kDictString, v); }
 ColumnView String(const char* n, const StringColumn& s) {
   ColumnView c{n, ColumnKind::kString, static_cast<int64_t>(s.size())};
   c.strings = &s;

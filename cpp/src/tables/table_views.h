@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/uninit_vector.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore {
@@ -56,6 +57,8 @@ ColumnView String(const char* name, const StringColumn& s);
 ColumnView ListInt32(const char* name, const ListColumn<int32_t>& l);
 ColumnView ListInt64(const char* name, const ListColumn<int64_t>& l);
 ColumnView ListString(const char* name, const ListStringColumn& l);
+ColumnView Int64(const char* name, const UninitVector<int64_t>& v);
+ColumnView Dict(const char* name, const UninitVector<uint32_t>& ids);
 }  // namespace columns
 
 // Checks every column has `rows` rows and bundles them.
