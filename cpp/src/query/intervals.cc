@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/huge_pages.h"
 #include "query/radix_sort.h"
 
 namespace tracecore::query {
@@ -37,6 +38,7 @@ void SortedIntervals(const EventTable& e, size_t first, size_t last, const uint8
                      std::vector<Interval>* out, std::vector<Interval>* scratch) {
   out->clear();
   out->reserve(last - first);
+  AdviseHugePages(out->data(), out->capacity() * sizeof(Interval));
   for (size_t i = first; i < last; ++i) {
     if (include != nullptr && include[i] == 0) continue;
     // Corrupt intervals (end before start) count as zero-length at their start.

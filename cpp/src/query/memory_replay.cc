@@ -1,16 +1,14 @@
 // Memory replays: the allocation records as the allocator saw them, and TensorFlow timeline.py's
 // tensor-lifetime model reproduced exactly (see docs/queries.md).
 #include <algorithm>
-#include <exception>
-#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <type_traits>
 
 #include "core/huge_pages.h"
 #include "core/uninit_vector.h"
+#include "query/parallel.h"
 #include "query/queries.h"
 #include "query/radix_sort.h"
 
@@ -43,33 +41,6 @@ std::vector<uint32_t> SortedAllocators(const StringPool& pool, const std::vector
   std::sort(ids.begin(), ids.end(),
             [&](uint32_t a, uint32_t b) { return pool.Get(a) < pool.Get(b); });
   return ids;
-}
-
-// Runs fn(q) for q in [0, n) on up to all cores (one thread when `parallel` is false). Every
-// call runs; then the exception of the lowest q that threw, if any, is rethrown, so errors do
-// not depend on the thread count.
-template <class Fn>
-void ForEachMaybeParallel(size_t n, bool parallel, const Fn& fn) {
-  std::vector<std::exception_ptr> errors(n);
-  std::atomic<size_t> next{0};
-  const auto worker = [&] {
-    for (size_t q = next++; q < n; q = next++) {
-      try {
-        fn(q);
-      } catch (...) {
-        errors[q] = std::current_exception();
-      }
-    }
-  };
-  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t n_threads = parallel ? std::min(hw, n) : 1;
-  std::vector<std::thread> helpers;
-  for (size_t w = 1; w < n_threads; ++w) helpers.emplace_back(worker);
-  worker();
-  for (std::thread& h : helpers) h.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
 }
 
 // Where one allocator's timeline rows go (its segment of the output columns).
@@ -137,13 +108,12 @@ class RecordOrder {
     // The records are split into contiguous parts (one per core for large inputs); each part
     // counts its records per bucket and their time range, then writes its keys after those of
     // the parts before it, so every bucket keeps file order.
-    const size_t hw = std::max(1u, std::thread::hardware_concurrency());
-    const size_t n_parts = r.size() >= (size_t{1} << 20) ? hw : 1;
+    const size_t n_parts = WorkerCount(SIZE_MAX, r.size() >= (size_t{1} << 20));
     const auto part_begin = [&](size_t p) { return r.size() * p / n_parts; };
     std::vector<size_t> counts(n_parts * n_alloc, 0);
     std::vector<int64_t> part_lo(n_parts * n_alloc, INT64_MAX), part_hi(n_parts * n_alloc, INT64_MIN);
     std::vector<uint8_t> part_whole(n_parts, 1);
-    ForEachMaybeParallel(n_parts, n_parts > 1, [&](size_t p) {
+    ForEachMaybeParallel(n_parts, n_parts > 1, [&](size_t p, size_t) {
       // Counted in locals, copied out at the end: parts sharing cache lines of the result
       // arrays would slow each other down on every record.
       std::vector<size_t> count(n_alloc, 0);
@@ -211,7 +181,7 @@ class RecordOrder {
           keys_[fill_at[s]++] = (shift_ == 64 ? 0 : rel << shift_) | i;
         }
       };
-      ForEachMaybeParallel(n_parts, n_parts > 1, [&](size_t p) {
+      ForEachMaybeParallel(n_parts, n_parts > 1, [&](size_t p, size_t) {
         if (scale_ == 1000) {
           fill_keys(p, std::integral_constant<uint64_t, 1000>());
         } else {
@@ -223,7 +193,7 @@ class RecordOrder {
       std::vector<size_t> todo(allocators.size());
       std::iota(todo.begin(), todo.end(), size_t{0});
       std::sort(todo.begin(), todo.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
-      ForEachMaybeParallel(todo.size(), parallel(), [&](size_t q) {
+      ForEachMaybeParallel(todo.size(), parallel(), [&](size_t q, size_t) {
         const size_t k = todo[q];
         uint64_t* keys = keys_.data() + begin_[k];
         const size_t n = size(k);
@@ -302,7 +272,7 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
   ResizeHuge(out.timeline.bytes_in_use, first_row.back());
   std::vector<int64_t> peak_bytes(n_alloc), peak_time(n_alloc), live(n_alloc);
   std::vector<size_t> peak_at(n_alloc);
-  ForEachMaybeParallel(n_alloc, order.parallel(), [&](size_t k) {
+  ForEachMaybeParallel(n_alloc, order.parallel(), [&](size_t k, size_t) {
     const uint32_t allocator = allocators[k];
     const size_t n_changes = order.size(k);
     const auto at = [&](size_t j) { return order.at(k, j); };

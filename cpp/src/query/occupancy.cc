@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <stdexcept>
 
+#include "query/parallel.h"
 #include "query/queries.h"
 #include "query/radix_sort.h"
 
@@ -57,29 +59,52 @@ int64_t MaxConcurrency(const std::vector<Interval>& s, std::vector<int64_t>* end
 
 OccupancyTable Occupancy(const TraceTables& t) {
   CheckQueryable(t.events);
-  OccupancyTable out;
-  std::vector<Interval> items, scratch;
-  std::vector<int64_t> ends, end_scratch;
-  ForEachBlock(t, [&](int32_t d, size_t first, size_t last) {
-    SortedIntervals(t.events, first, last, nullptr, &items, &scratch);
+  // Device blocks are independent: computed on all cores (largest first), output in order.
+  std::vector<size_t> first(t.devices.size() + 1, 0);
+  ForEachBlock(t, [&](int32_t d, size_t begin, size_t end) { first[static_cast<size_t>(d) + 1] = end; });
+  struct Block {
+    int64_t busy = 0, span = 0, max_concurrency = 0, idle_gaps = 0;
+  };
+  std::vector<Block> blocks(t.devices.size());
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  const auto size = [&](size_t d) { return first[d + 1] - first[d]; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
+  struct Buffers {
+    std::vector<Interval> items, scratch;
+    std::vector<int64_t> ends, end_scratch;
+  };
+  const bool parallel = t.events.size() >= (size_t{1} << 16);
+  std::vector<Buffers> buffers(WorkerCount(order.size(), parallel));
+  ForEachMaybeParallel(order.size(), parallel, [&](size_t q, size_t w) {
+    const size_t d = order[q];
+    Buffers& buf = buffers[w];
+    SortedIntervals(t.events, first[d], first[d + 1], nullptr, &buf.items, &buf.scratch);
+    const std::vector<Interval>& items = buf.items;
     int64_t periods = 0;
-    const int64_t busy = UnionPeriods(items.data(), items.size(), [&](int64_t, int64_t) { ++periods; });
-    int64_t span = 0;
+    Block& b = blocks[d];
+    b.busy = UnionPeriods(items.data(), items.size(), [&](int64_t, int64_t) { ++periods; });
     if (!items.empty()) {
       int64_t max_end = items.front().end;
       for (const Interval& it : items) max_end = std::max(max_end, it.end);
-      span = CheckedSub(max_end, items.front().start, "span_ns");
+      b.span = CheckedSub(max_end, items.front().start, "span_ns");
     }
-    out.device_index.push_back(d);
-    out.device.push_back(t.devices.device[static_cast<size_t>(d)]);
-    out.kind.Append(DeviceKindName(static_cast<DeviceKind>(t.devices.kind[static_cast<size_t>(d)])));
-    out.n_events.push_back(static_cast<int64_t>(last - first));
-    out.busy_ns.push_back(busy);
-    out.span_ns.push_back(span);
-    out.utilization.push_back(span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 0.0);
-    out.max_concurrency.push_back(MaxConcurrency(items, &ends, &end_scratch));
-    out.idle_gaps.push_back(periods > 1 ? periods - 1 : 0);
+    b.max_concurrency = MaxConcurrency(items, &buf.ends, &buf.end_scratch);
+    b.idle_gaps = periods > 1 ? periods - 1 : 0;
   });
+  OccupancyTable out;
+  for (size_t d = 0; d < blocks.size(); ++d) {
+    const Block& b = blocks[d];
+    out.device_index.push_back(static_cast<int32_t>(d));
+    out.device.push_back(t.devices.device[d]);
+    out.kind.Append(DeviceKindName(static_cast<DeviceKind>(t.devices.kind[d])));
+    out.n_events.push_back(static_cast<int64_t>(size(d)));
+    out.busy_ns.push_back(b.busy);
+    out.span_ns.push_back(b.span);
+    out.utilization.push_back(b.span > 0 ? static_cast<double>(b.busy) / static_cast<double>(b.span) : 0.0);
+    out.max_concurrency.push_back(b.max_concurrency);
+    out.idle_gaps.push_back(b.idle_gaps);
+  }
   return out;
 }
 

@@ -1,5 +1,11 @@
 #include <algorithm>
+#include <numeric>
+#include <utility>
+#include <vector>
 
+#include "core/huge_pages.h"
+#include "core/uninit_vector.h"
+#include "query/parallel.h"
 #include "query/queries.h"
 #include "query/radix_sort.h"
 
@@ -57,41 +63,61 @@ PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* rig
                    bool same_device) {
   const EventTable& e = t.events;
   CheckQueryable(e);
-  std::vector<Pair> pairs;
-  std::vector<Interval> a, b, scratch;
-  const bool self = left == nullptr && right == nullptr;
-  auto run = [&](size_t first, size_t last) {
-    SortedIntervals(e, first, last, left, &a, &scratch);
-    if (self) {
-      SelfPairs(a, &pairs);
-    } else {
-      SortedIntervals(e, first, last, right, &b, &scratch);
-      JoinPairs(a, b, &pairs);
-    }
-  };
+  // The ranges of events searched: each device block (its events are contiguous in file order,
+  // so its ids are too), or everything at once.
+  std::vector<std::pair<size_t, size_t>> ranges;
   if (same_device) {
-    // A device block's events are contiguous in file order.
     size_t first = 0;
     while (first < e.size()) {
       size_t last = first + 1;
       while (last < e.size() && e.device_index[last] == e.device_index[first]) ++last;
-      run(first, last);
+      ranges.emplace_back(first, last);
       first = last;
     }
-  } else {
-    run(0, e.size());
+  } else if (e.size() > 0) {
+    ranges.emplace_back(0, e.size());
   }
-  std::vector<Pair> pair_scratch;
-  RadixSort(pairs, pair_scratch, [](const Pair& p) { return p.key; });
+  // Ranges are independent: searched on all cores (largest first), each one's pairs sorted by
+  // (left, right). Ids of a later range are all larger, so the concatenation is sorted too.
+  std::vector<size_t> order(ranges.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  const auto size = [&](size_t k) { return ranges[k].second - ranges[k].first; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return size(x) > size(y); });
+  struct Buffers {
+    std::vector<Interval> a, b, scratch;
+    UninitVector<Pair> pair_scratch;
+  };
+  const bool parallel = e.size() >= (size_t{1} << 16);
+  std::vector<Buffers> buffers(WorkerCount(order.size(), parallel));
+  std::vector<std::vector<Pair>> pairs(ranges.size());
+  const bool self = left == nullptr && right == nullptr;
+  ForEachMaybeParallel(order.size(), parallel, [&](size_t q, size_t w) {
+    const size_t k = order[q];
+    Buffers& buf = buffers[w];
+    SortedIntervals(e, ranges[k].first, ranges[k].second, left, &buf.a, &buf.scratch);
+    if (self) {
+      SelfPairs(buf.a, &pairs[k]);
+    } else {
+      SortedIntervals(e, ranges[k].first, ranges[k].second, right, &buf.b, &buf.scratch);
+      JoinPairs(buf.a, buf.b, &pairs[k]);
+    }
+    RadixSort(pairs[k].data(), pairs[k].size(), buf.pair_scratch, [](const Pair& p) { return p.key; });
+  });
+  std::vector<size_t> row(ranges.size() + 1, 0);
+  for (size_t k = 0; k < ranges.size(); ++k) row[k + 1] = row[k] + pairs[k].size();
   PairTable out;
-  out.left.resize(pairs.size());
-  out.right.resize(pairs.size());
-  out.overlap_ns.resize(pairs.size());
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    out.left[i] = static_cast<int64_t>(pairs[i].key >> 32);
-    out.right[i] = static_cast<int64_t>(pairs[i].key & 0xFFFFFFFFu);
-    out.overlap_ns[i] = pairs[i].overlap;
-  }
+  ResizeHuge(out.left, row.back());
+  ResizeHuge(out.right, row.back());
+  ResizeHuge(out.overlap_ns, row.back());
+  ForEachMaybeParallel(ranges.size(), parallel, [&](size_t k, size_t) {
+    std::vector<Pair>& p = pairs[k];
+    for (size_t i = 0; i < p.size(); ++i) {
+      out.left[row[k] + i] = static_cast<int64_t>(p[i].key >> 32);
+      out.right[row[k] + i] = static_cast<int64_t>(p[i].key & 0xFFFFFFFFu);
+      out.overlap_ns[row[k] + i] = p[i].overlap;
+    }
+    std::vector<Pair>().swap(p);  // freed as soon as copied
+  });
   return out;
 }
 
@@ -99,10 +125,10 @@ IntervalIndex::IntervalIndex(const EventTable& e) {
   CheckQueryable(e);
   std::vector<Interval> items, scratch;
   SortedIntervals(e, 0, e.size(), nullptr, &items, &scratch);
-  starts_.resize(items.size());
-  ends_.resize(items.size());
-  max_end_.resize(items.size());
-  ids_.resize(items.size());
+  ResizeHuge(starts_, items.size());
+  ResizeHuge(ends_, items.size());
+  ResizeHuge(max_end_, items.size());
+  ResizeHuge(ids_, items.size());
   int64_t running = INT64_MIN;
   for (size_t i = 0; i < items.size(); ++i) {
     starts_[i] = items[i].start;

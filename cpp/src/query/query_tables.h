@@ -12,8 +12,8 @@
 
 namespace tracecore::query {
 
-struct PairTable {  // overlaps
-  std::vector<int64_t> left, right, overlap_ns;
+struct PairTable {  // overlaps: tens of millions of rows, written in parallel
+  UninitVector<int64_t> left, right, overlap_ns;
   TableView View() const;
 };
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/huge_pages.h"
+
 namespace tracecore::query {
 
 // Maps an int64 to a uint64 with the same order.
@@ -132,7 +134,7 @@ void RadixSort(T* items, size_t n, std::vector<T, A>& scratch, Key key, int firs
   if (sorted || differ == 0) return;
   const int low = __builtin_ctzll(differ);
   const int bits = 64 - __builtin_clzll(differ) - low;
-  if (scratch.size() < n) scratch.resize(n);
+  if (scratch.size() < n) ResizeHuge(scratch, n);
   std::vector<size_t> counts;
   const T* result = radix_detail::SortBits(items, scratch.data(), n, key, low, bits, counts);
   if (result != items) std::memcpy(items, result, n * sizeof(T));
