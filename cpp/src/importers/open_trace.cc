@@ -109,7 +109,9 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       const char* stop = i + 1 == n ? nullptr : splits[i];
       parts[i] = std::make_unique<TraceTables>();
       TraceBuilder builder(*parts[i]);
-      builder.Reserve(static_cast<size_t>((stop ? stop : end) - start), true);
+      // The first chunk's columns become the merged ones: room for the whole input (address
+      // space only until written), so the merge appends the others in place.
+      builder.Reserve(i == 0 ? file.size() : static_cast<size_t>((stop ? stop : end) - start), true);
       ReleaseAsConsumed(file, start, builder);
       try {
         ParseTextChunk(begin, end, start, stop, kind, builder, &infos[i]);
@@ -156,7 +158,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       TraceBuilder builder(*parts[i]);
       const BinaryUnit* first = units.data() + cuts[i];
       const BinaryUnit* last = units.data() + cuts[i + 1];
-      builder.Reserve(static_cast<size_t>(last[-1].end - first->begin), false);
+      builder.Reserve(i == 0 ? file.size() : static_cast<size_t>(last[-1].end - first->begin), false);  // as above
       ReleaseAsConsumed(file, reinterpret_cast<const char*>(first->begin), builder);
       ParseBinaryUnits(data, first, last, kind, builder);
     });

@@ -200,7 +200,7 @@ class TraceBuilder {
   std::string label_;
   int64_t next_event_id_ = 0;
   uint32_t dtype_ids_[256] = {};
-  static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{32} << 20;
+  static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{8} << 20;
   const char* released_ = nullptr;
   std::function<void(const char*, const char*)> release_;
   struct RecentName {

@@ -1,169 +1,253 @@
 #include "importers/trace_merge.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
+
+#include "core/parallel.h"
 
 namespace tracecore {
 namespace {
 
+// Frees a part's column once it has been copied.
 template <class T>
-void Append(std::vector<T>& dst, const std::vector<T>& src) {
-  dst.insert(dst.end(), src.begin(), src.end());
+void Free(std::vector<T>& v) {
+  std::vector<T>().swap(v);
 }
 
+// dst gets room for `total` elements (one reallocation at most; none when the first chunk
+// reserved for the whole input).
 template <class T>
-void AppendShifted(std::vector<T>& dst, const std::vector<T>& src, T shift) {
-  const size_t base = dst.size();
-  dst.resize(base + src.size());
-  for (size_t i = 0; i < src.size(); ++i) dst[base + i] = src[i] + shift;
-}
-
-void AppendIds(std::vector<uint32_t>& dst, const std::vector<uint32_t>& src,
-               const std::vector<uint32_t>& remap) {
-  const size_t base = dst.size();
-  dst.resize(base + src.size());
-  for (size_t i = 0; i < src.size(); ++i) dst[base + i] = remap[src[i]];
+void Grow(std::vector<T>& dst, size_t total) {
+  if (dst.capacity() < total) dst.reserve(total);
 }
 
 void AppendOffsets(std::vector<int32_t>& dst, const std::vector<int32_t>& src) {
   // Both start with a 0 entry; src's are shifted by dst's last offset.
   const int64_t shift = dst.back();
   if (shift + src.back() > 0x7FFFFFFF) throw std::length_error("column exceeds 2^31 values");
-  const size_t base = dst.size();
-  dst.resize(base + src.size() - 1);
-  for (size_t i = 1; i < src.size(); ++i) dst[base + i - 1] = static_cast<int32_t>(src[i] + shift);
+  for (size_t i = 1; i < src.size(); ++i) dst.push_back(static_cast<int32_t>(src[i] + shift));
 }
 
-void AppendStrings(StringColumn& dst, const StringColumn& src) {
-  AppendOffsets(dst.offsets, src.offsets);
-  Append(dst.data, src.data);
-}
+// The column-by-column concatenation: one task per column (or per list column), run on all
+// cores. Part 0 is the output already; parts 1.. are appended.
+class Merger {
+ public:
+  Merger(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* out) : parts_(parts), out_(*out) {
+    const size_t n = parts.size();
+    remap_.resize(n);
+    event_base_.assign(n, 0);
+    device_base_.assign(n, 0);
+    graph_base_.assign(n, 0);
+    int64_t events = static_cast<int64_t>(out_.events.size());
+    int64_t devices = static_cast<int64_t>(out_.devices.size());
+    int64_t graphs = out_.graph_count;
+    for (size_t k = 1; k < n; ++k) {
+      const TraceTables& p = *parts[k];
+      remap_[k].resize(p.pool.size());
+      for (uint32_t id = 0; id < p.pool.size(); ++id) remap_[k][id] = out_.pool.Intern(p.pool.Get(id));
+      event_base_[k] = events;
+      device_base_[k] = devices;
+      graph_base_[k] = graphs;
+      events += static_cast<int64_t>(p.events.size());
+      devices += static_cast<int64_t>(p.devices.size());
+      graphs += p.graph_count;
+    }
+    if (devices > INT32_MAX || graphs > INT32_MAX) throw std::length_error("too many device blocks or graphs");
+  }
 
-template <class T>
-void AppendList(ListColumn<T>& dst, const ListColumn<T>& src) {
-  AppendOffsets(dst.offsets, src.offsets);
-  Append(dst.values, src.values);
-}
+  // Columns copied as they are.
+  template <class Get>
+  void Plain(Get get) {
+    tasks_.emplace_back([this, get] {
+      auto& dst = get(out_);
+      Grow(dst, Total(get));
+      for (size_t k = 1; k < parts_.size(); ++k) {
+        auto& src = get(*parts_[k]);
+        dst.insert(dst.end(), src.begin(), src.end());
+        Free(src);
+      }
+    });
+  }
+  // Columns of string ids, remapped into the output's pool.
+  template <class Get>
+  void Ids(Get get) {
+    Map(get, [this](size_t k, uint32_t id) { return remap_[k][id]; });
+  }
+  // Row references shifted by the rows of the parts before: events, device blocks, graphs.
+  template <class Get>
+  void EventIds(Get get) {
+    Map(get, [this](size_t k, int64_t v) { return v + event_base_[k]; });
+  }
+  template <class Get>
+  void DeviceIds(Get get) {
+    Map(get, [this](size_t k, int32_t v) { return static_cast<int32_t>(v + device_base_[k]); });
+  }
+  template <class Get>
+  void GraphIds(Get get) {
+    Map(get, [this](size_t k, int32_t v) { return static_cast<int32_t>(v + graph_base_[k]); });
+  }
+  // List columns (ListColumn, StringColumn, ListStringColumn): offsets and values together.
+  template <class Get>
+  void List(Get get) {
+    tasks_.emplace_back([this, get] {
+      auto& dst = get(out_);
+      for (size_t k = 1; k < parts_.size(); ++k) AppendList(dst, get(*parts_[k]));
+    });
+  }
+
+  void Run() {
+    ForEachMaybeParallel(tasks_.size(), true, [&](size_t q, size_t) { tasks_[q](); });
+  }
+
+ private:
+  // Rows of a column over all parts.
+  template <class Get>
+  size_t Total(const Get& get) const {
+    size_t total = get(out_).size();
+    for (size_t k = 1; k < parts_.size(); ++k) total += get(*parts_[k]).size();
+    return total;
+  }
+
+  template <class Get, class Fn>
+  void Map(Get get, Fn fn) {
+    tasks_.emplace_back([this, get, fn] {
+      auto& dst = get(out_);
+      Grow(dst, Total(get));
+      for (size_t k = 1; k < parts_.size(); ++k) {
+        auto& src = get(*parts_[k]);
+        for (const auto& v : src) dst.push_back(fn(k, v));
+        Free(src);
+      }
+    });
+  }
+
+  template <class T>
+  static void AppendList(ListColumn<T>& dst, ListColumn<T>& src) {
+    Grow(dst.values, dst.values.size() + src.values.size());
+    AppendOffsets(dst.offsets, src.offsets);
+    dst.values.insert(dst.values.end(), src.values.begin(), src.values.end());
+    Free(src.offsets);
+    Free(src.values);
+  }
+  static void AppendList(StringColumn& dst, StringColumn& src) {
+    Grow(dst.data, dst.data.size() + src.data.size());
+    AppendOffsets(dst.offsets, src.offsets);
+    dst.data.insert(dst.data.end(), src.data.begin(), src.data.end());
+    Free(src.offsets);
+    Free(src.data);
+  }
+  static void AppendList(ListStringColumn& dst, ListStringColumn& src) {
+    AppendOffsets(dst.offsets, src.offsets);
+    AppendList(dst.values, src.values);
+    Free(src.offsets);
+  }
+
+  std::vector<std::unique_ptr<TraceTables>>& parts_;
+  TraceTables& out_;
+  std::vector<std::vector<uint32_t>> remap_;
+  std::vector<int64_t> event_base_, device_base_, graph_base_;
+  std::vector<std::function<void()>> tasks_;
+};
 
 }  // namespace
 
 void MergeTables(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* out) {
   // The first part becomes the output as it is (its ids already are the sequential ones); the
-  // others are appended and freed one by one, so the peak is one part above the result.
+  // columns of the others are appended, column by column on all cores, each part's column freed
+  // as soon as it is copied.
   const std::string format = out->format;
   const uint64_t input_bytes = out->input_bytes;
   *out = std::move(*parts.front());
   out->format = format;
   out->input_bytes = input_bytes;
-  parts.front().reset();
-  int64_t event_base = static_cast<int64_t>(out->events.size());
-  int32_t device_base = static_cast<int32_t>(out->devices.size());
-  int32_t graph_base = out->graph_count;
+  Merger m(parts, out);
+#define TC_COL(expr) [](TraceTables& t) -> auto& { return t.expr; }
+  m.DeviceIds(TC_COL(devices.device_index));
+  m.Ids(TC_COL(devices.device));
+  m.Plain(TC_COL(devices.kind));
+  m.Plain(TC_COL(devices.n_events));
+
+  m.DeviceIds(TC_COL(events.device_index));
+  m.Ids(TC_COL(events.device));
+  m.Ids(TC_COL(events.node_name));
+  m.Ids(TC_COL(events.op));
+  m.Plain(TC_COL(events.op_valid));
+  m.Ids(TC_COL(events.timeline_label));
+  m.Plain(TC_COL(events.start_ns));
+  m.Plain(TC_COL(events.end_ns));
+  m.Plain(TC_COL(events.op_start_ns));
+  m.Plain(TC_COL(events.op_end_ns));
+  m.Plain(TC_COL(events.scheduled_ns));
+  m.Plain(TC_COL(events.scheduled_valid));
+  m.Plain(TC_COL(events.thread_id));
+  m.Plain(TC_COL(events.temp_memory_size));
+  m.Plain(TC_COL(events.persistent_memory_size));
+
+  m.EventIds(TC_COL(tensors.event_id));
+  m.Plain(TC_COL(tensors.output_index));
+  m.Plain(TC_COL(tensors.slot));
+  m.Ids(TC_COL(tensors.dtype));
+  m.List(TC_COL(tensors.shape));
+  m.Plain(TC_COL(tensors.unknown_rank));
+  m.Plain(TC_COL(tensors.num_elements));
+  m.Plain(TC_COL(tensors.num_elements_valid));
+  m.Plain(TC_COL(tensors.requested_bytes));
+  m.Plain(TC_COL(tensors.allocated_bytes));
+  m.Ids(TC_COL(tensors.allocator));
+  m.Plain(TC_COL(tensors.allocation_id));
+  m.Plain(TC_COL(tensors.ptr));
+  m.Plain(TC_COL(tensors.has_single_reference));
+
+  m.EventIds(TC_COL(allocations.event_id));
+  m.Ids(TC_COL(allocations.allocator));
+  m.Plain(TC_COL(allocations.total_bytes));
+  m.Plain(TC_COL(allocations.peak_bytes));
+  m.Plain(TC_COL(allocations.live_bytes));
+  m.Plain(TC_COL(allocations.allocator_bytes_in_use));
+
+  m.EventIds(TC_COL(alloc_records.event_id));
+  m.Ids(TC_COL(alloc_records.allocator));
+  m.Plain(TC_COL(alloc_records.time_ns));
+  m.Plain(TC_COL(alloc_records.bytes));
+
+  m.Ids(TC_COL(cost_graph.name));
+  m.Ids(TC_COL(cost_graph.device));
+  m.Plain(TC_COL(cost_graph.id));
+  m.Plain(TC_COL(cost_graph.compute_cost));
+  m.Plain(TC_COL(cost_graph.compute_time));
+  m.Plain(TC_COL(cost_graph.memory_time));
+  m.Plain(TC_COL(cost_graph.temporary_memory_size));
+  m.Plain(TC_COL(cost_graph.persistent_memory_size));
+  m.Plain(TC_COL(cost_graph.is_final));
+  m.Plain(TC_COL(cost_graph.inaccurate));
+  m.List(TC_COL(cost_graph.input_nodes));
+  m.List(TC_COL(cost_graph.control_inputs));
+  m.List(TC_COL(cost_graph.output_sizes));
+
+  m.GraphIds(TC_COL(graph_nodes.graph_index));
+  m.Ids(TC_COL(graph_nodes.name));
+  m.Ids(TC_COL(graph_nodes.op));
+  m.Ids(TC_COL(graph_nodes.device));
+  m.List(TC_COL(graph_nodes.inputs));
+
+  m.DeviceIds(TC_COL(thread_names.device_index));
+  m.Plain(TC_COL(thread_names.thread_id));
+  m.List(TC_COL(thread_names.name));
+
+  m.EventIds(TC_COL(persistent_tensors.event_id));
+  m.Plain(TC_COL(persistent_tensors.allocation_id));
+#undef TC_COL
+  m.Run();
+
   for (size_t k = 1; k < parts.size(); ++k) {
-    auto& part_ptr = parts[k];
-    const TraceTables& p = *part_ptr;
-    std::vector<uint32_t> remap(p.pool.size());
-    for (uint32_t id = 0; id < p.pool.size(); ++id) remap[id] = out->pool.Intern(p.pool.Get(id));
-
-    const DeviceTable& d = p.devices;
-    AppendShifted(out->devices.device_index, d.device_index, device_base);
-    AppendIds(out->devices.device, d.device, remap);
-    Append(out->devices.kind, d.kind);
-    Append(out->devices.n_events, d.n_events);
-
-    const EventTable& e = p.events;
-    EventTable& oe = out->events;
-    AppendShifted(oe.device_index, e.device_index, device_base);
-    AppendIds(oe.device, e.device, remap);
-    AppendIds(oe.node_name, e.node_name, remap);
-    AppendIds(oe.op, e.op, remap);
-    Append(oe.op_valid, e.op_valid);
-    AppendIds(oe.timeline_label, e.timeline_label, remap);
-    Append(oe.start_ns, e.start_ns);
-    Append(oe.end_ns, e.end_ns);
-    Append(oe.op_start_ns, e.op_start_ns);
-    Append(oe.op_end_ns, e.op_end_ns);
-    Append(oe.scheduled_ns, e.scheduled_ns);
-    Append(oe.scheduled_valid, e.scheduled_valid);
-    Append(oe.thread_id, e.thread_id);
-    Append(oe.temp_memory_size, e.temp_memory_size);
-    Append(oe.persistent_memory_size, e.persistent_memory_size);
-
-    const TensorTable& x = p.tensors;
-    TensorTable& ox = out->tensors;
-    AppendShifted(ox.event_id, x.event_id, event_base);
-    Append(ox.output_index, x.output_index);
-    Append(ox.slot, x.slot);
-    AppendIds(ox.dtype, x.dtype, remap);
-    AppendList(ox.shape, x.shape);
-    Append(ox.unknown_rank, x.unknown_rank);
-    Append(ox.num_elements, x.num_elements);
-    Append(ox.num_elements_valid, x.num_elements_valid);
-    Append(ox.requested_bytes, x.requested_bytes);
-    Append(ox.allocated_bytes, x.allocated_bytes);
-    AppendIds(ox.allocator, x.allocator, remap);
-    Append(ox.allocation_id, x.allocation_id);
-    Append(ox.ptr, x.ptr);
-    Append(ox.has_single_reference, x.has_single_reference);
-
-    const AllocationTable& a = p.allocations;
-    AllocationTable& oa = out->allocations;
-    AppendShifted(oa.event_id, a.event_id, event_base);
-    AppendIds(oa.allocator, a.allocator, remap);
-    Append(oa.total_bytes, a.total_bytes);
-    Append(oa.peak_bytes, a.peak_bytes);
-    Append(oa.live_bytes, a.live_bytes);
-    Append(oa.allocator_bytes_in_use, a.allocator_bytes_in_use);
-
-    const AllocRecordTable& r = p.alloc_records;
-    AllocRecordTable& orr = out->alloc_records;
-    AppendShifted(orr.event_id, r.event_id, event_base);
-    AppendIds(orr.allocator, r.allocator, remap);
-    Append(orr.time_ns, r.time_ns);
-    Append(orr.bytes, r.bytes);
-
-    const CostGraphTable& c = p.cost_graph;
-    CostGraphTable& oc = out->cost_graph;
-    AppendIds(oc.name, c.name, remap);
-    AppendIds(oc.device, c.device, remap);
-    Append(oc.id, c.id);
-    Append(oc.compute_cost, c.compute_cost);
-    Append(oc.compute_time, c.compute_time);
-    Append(oc.memory_time, c.memory_time);
-    Append(oc.temporary_memory_size, c.temporary_memory_size);
-    Append(oc.persistent_memory_size, c.persistent_memory_size);
-    Append(oc.is_final, c.is_final);
-    Append(oc.inaccurate, c.inaccurate);
-    AppendList(oc.input_nodes, c.input_nodes);
-    AppendList(oc.control_inputs, c.control_inputs);
-    AppendList(oc.output_sizes, c.output_sizes);
-
-    const GraphNodeTable& g = p.graph_nodes;
-    GraphNodeTable& og = out->graph_nodes;
-    AppendShifted(og.graph_index, g.graph_index, graph_base);
-    AppendIds(og.name, g.name, remap);
-    AppendIds(og.op, g.op, remap);
-    AppendIds(og.device, g.device, remap);
-    AppendOffsets(og.inputs.offsets, g.inputs.offsets);
-    AppendStrings(og.inputs.values, g.inputs.values);
-
-    const ThreadNameTable& tn = p.thread_names;
-    AppendShifted(out->thread_names.device_index, tn.device_index, device_base);
-    Append(out->thread_names.thread_id, tn.thread_id);
-    AppendStrings(out->thread_names.name, tn.name);
-
-    AppendShifted(out->persistent_tensors.event_id, p.persistent_tensors.event_id, event_base);
-    Append(out->persistent_tensors.allocation_id, p.persistent_tensors.allocation_id);
-
+    const TraceTables& p = *parts[k];
     out->unknown_fields += p.unknown_fields;
-    event_base += static_cast<int64_t>(e.size());
-    device_base += static_cast<int32_t>(d.size());
     out->graph_keys.insert(out->graph_keys.end(), p.graph_keys.begin(), p.graph_keys.end());
-    graph_base += p.graph_count;
     out->graph_count += p.graph_count;
     if (out->kind.empty()) out->kind = p.kind;
-    part_ptr.reset();  // free the chunk as soon as it is merged
   }
+  for (auto& part : parts) part.reset();
 }
 
 }  // namespace tracecore

@@ -8,7 +8,7 @@
 
 #include "core/huge_pages.h"
 #include "core/uninit_vector.h"
-#include "query/parallel.h"
+#include "core/parallel.h"
 #include "query/queries.h"
 #include "query/radix_sort.h"
 

@@ -3,7 +3,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "query/parallel.h"
+#include "core/parallel.h"
 #include "query/queries.h"
 #include "query/radix_sort.h"
 

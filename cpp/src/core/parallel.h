@@ -1,4 +1,4 @@
-// Work split over the cores for the queries: independent items (device blocks, allocators,
+// Work split over the cores: independent items (device blocks, allocators, table columns,
 // parts of a column) taken one at a time by up to hardware_concurrency() threads.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace tracecore::query {
+namespace tracecore {
 
 // Threads ForEachMaybeParallel(n, parallel, ...) runs on: 1 when `parallel` is false.
 inline size_t WorkerCount(size_t n, bool parallel) {
@@ -44,4 +44,4 @@ void ForEachMaybeParallel(size_t n, bool parallel, const Fn& fn) {
   }
 }
 
-}  // namespace tracecore::query
+}  // namespace tracecore
