@@ -122,20 +122,22 @@ class Merger {
     });
   }
 
+  // Offsets and flat values of a list or string column.
+  template <class V>
+  static void AppendFlat(std::vector<int32_t>& dst_offsets, V& dst_values, std::vector<int32_t>& src_offsets,
+                         V& src_values) {
+    Grow(dst_values, dst_values.size() + src_values.size());
+    AppendOffsets(dst_offsets, src_offsets);
+    dst_values.insert(dst_values.end(), src_values.begin(), src_values.end());
+    Free(src_offsets);
+    Free(src_values);
+  }
   template <class T>
   static void AppendList(ListColumn<T>& dst, ListColumn<T>& src) {
-    Grow(dst.values, dst.values.size() + src.values.size());
-    AppendOffsets(dst.offsets, src.offsets);
-    dst.values.insert(dst.values.end(), src.values.begin(), src.values.end());
-    Free(src.offsets);
-    Free(src.values);
+    AppendFlat(dst.offsets, dst.values, src.offsets, src.values);
   }
   static void AppendList(StringColumn& dst, StringColumn& src) {
-    Grow(dst.data, dst.data.size() + src.data.size());
-    AppendOffsets(dst.offsets, src.offsets);
-    dst.data.insert(dst.data.end(), src.data.begin(), src.data.end());
-    Free(src.offsets);
-    Free(src.data);
+    AppendFlat(dst.offsets, dst.data, src.offsets, src.data);
   }
   static void AppendList(ListStringColumn& dst, ListStringColumn& src) {
     AppendOffsets(dst.offsets, src.offsets);
