@@ -17,12 +17,12 @@ inline size_t WorkerCount(size_t n, bool parallel) {
   return parallel ? std::max<size_t>(1, std::min(hw, n)) : 1;
 }
 
-// Runs fn(q, worker) for q in [0, n) on WorkerCount(n, parallel) threads; `worker` in
-// [0, WorkerCount) names the thread, for per-thread buffers. Every call runs; then the
-// exception of the lowest q that threw, if any, is rethrown, so errors do not depend on the
-// thread count.
+// Runs fn(q, worker) for q in [0, n) on n_threads threads (at least one; the calling thread is
+// one of them), each taking the next q; `worker` in [0, n_threads) names the thread, for
+// per-thread buffers. Every call runs; then the exception of the lowest q that threw, if any,
+// is rethrown, so errors do not depend on the thread count.
 template <class Fn>
-void ForEachMaybeParallel(size_t n, bool parallel, const Fn& fn) {
+void ForEachOnThreads(size_t n, size_t n_threads, const Fn& fn) {
   std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
   const auto worker = [&](size_t w) {
@@ -34,7 +34,6 @@ void ForEachMaybeParallel(size_t n, bool parallel, const Fn& fn) {
       }
     }
   };
-  const size_t n_threads = WorkerCount(n, parallel);
   std::vector<std::thread> helpers;
   for (size_t w = 1; w < n_threads; ++w) helpers.emplace_back(worker, w);
   worker(0);
@@ -42,6 +41,22 @@ void ForEachMaybeParallel(size_t n, bool parallel, const Fn& fn) {
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+// ForEachOnThreads on WorkerCount(n, parallel) threads: up to all cores, or just the caller.
+template <class Fn>
+void ForEachMaybeParallel(size_t n, bool parallel, const Fn& fn) {
+  ForEachOnThreads(n, WorkerCount(n, parallel), fn);
+}
+
+// The order in which to schedule n items of sizes size(0..n-1): largest first (ties in index
+// order), so the last items taken are small and the threads finish together.
+template <class Size>
+std::vector<size_t> LargestFirst(size_t n, const Size& size) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
+  return order;
 }
 
 }  // namespace tracecore

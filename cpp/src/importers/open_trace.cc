@@ -1,10 +1,10 @@
 #include "importers/open_trace.h"
 
-#include <exception>
 #include <stdexcept>
 #include <thread>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "importers/binary_proto/binary_parser.h"
 #include "importers/text_proto/text_parser.h"
 #include "importers/trace_builder.h"
@@ -28,31 +28,11 @@ int ThreadCount(const OpenOptions& options, size_t bytes) {
   return threads;
 }
 
-// Runs fn(i) for i in [0, n) on n threads (the calling thread takes chunk 0) and rethrows the
-// first exception in chunk order.
+// Runs fn(i) for i in [0, n) on n threads, one chunk each, and rethrows the first exception in
+// chunk order.
 template <class Fn>
-void RunChunks(size_t n, Fn&& fn) {
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> workers;
-  workers.reserve(n);
-  for (size_t i = 1; i < n; ++i) {
-    workers.emplace_back([&, i] {
-      try {
-        fn(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  }
-  try {
-    fn(0);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (std::thread& w : workers) w.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+void RunChunks(size_t n, const Fn& fn) {
+  ForEachOnThreads(n, n, [&](size_t i, size_t) { fn(i); });
 }
 
 // Gives a builder that parses [begin, ...) of `file` the means to release consumed pages.

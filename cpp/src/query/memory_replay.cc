@@ -2,7 +2,6 @@
 // tensor-lifetime model reproduced exactly (see docs/queries.md).
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <string>
 #include <type_traits>
 
@@ -190,9 +189,7 @@ class RecordOrder {
       });
       // Buckets are sorted in parallel (largest first) when there is enough work; each then
       // counts its distinct times (its timeline rows).
-      std::vector<size_t> todo(allocators.size());
-      std::iota(todo.begin(), todo.end(), size_t{0});
-      std::sort(todo.begin(), todo.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
+      const std::vector<size_t> todo = LargestFirst(allocators.size(), [&](size_t k) { return size(k); });
       ForEachMaybeParallel(todo.size(), parallel(), [&](size_t q, size_t) {
         const size_t k = todo[q];
         uint64_t* keys = keys_.data() + begin_[k];

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <stdexcept>
 
 #include "core/parallel.h"
@@ -66,10 +65,8 @@ OccupancyTable Occupancy(const TraceTables& t) {
     int64_t busy = 0, span = 0, max_concurrency = 0, idle_gaps = 0;
   };
   std::vector<Block> blocks(t.devices.size());
-  std::vector<size_t> order(blocks.size());
-  std::iota(order.begin(), order.end(), size_t{0});
   const auto size = [&](size_t d) { return first[d + 1] - first[d]; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size(a) > size(b); });
+  const std::vector<size_t> order = LargestFirst(blocks.size(), size);
   struct Buffers {
     std::vector<Interval> items, scratch;
     std::vector<int64_t> ends, end_scratch;

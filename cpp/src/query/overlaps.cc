@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -79,10 +78,8 @@ PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* rig
   }
   // Ranges are independent: searched on all cores (largest first), each one's pairs sorted by
   // (left, right). Ids of a later range are all larger, so the concatenation is sorted too.
-  std::vector<size_t> order(ranges.size());
-  std::iota(order.begin(), order.end(), size_t{0});
   const auto size = [&](size_t k) { return ranges[k].second - ranges[k].first; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return size(x) > size(y); });
+  const std::vector<size_t> order = LargestFirst(ranges.size(), size);
   struct Buffers {
     std::vector<Interval> a, b, scratch;
     UninitVector<Pair> pair_scratch;
