@@ -33,6 +33,7 @@ Children are this file run as a script: ``python tests/test_robustness.py MODE A
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import json
 import os
@@ -61,6 +62,7 @@ INT64_MIN = -(1 << 63)
 # =========================================================================================
 # Seeds and mutations (parent side)
 # =========================================================================================
+@functools.cache
 def _make_corpus_module():
     sys.path.insert(0, str(ROOT / "fuzz"))
     try:
@@ -98,14 +100,8 @@ def _seeds() -> list[tuple[str, bytes]]:
 
 
 def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        out.append(b | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
+    """Base-128 varint (two's complement for negatives): the corpus generator's encoder."""
+    return _make_corpus_module().varint(value)
 
 
 def _length_positions(data: bytes, start: int = 0, end: int | None = None, depth: int = 0,
