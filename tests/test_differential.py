@@ -720,6 +720,12 @@ BINARY_CASES = {
     # step_stats { dev_stats { <unknown 16: 0> } }: read as a StepStats its device name would be
     # the bytes 80 01 00 (not UTF-8).
     "runmetadata_device_of_unknown_field_only": bytes.fromhex("0a050a03800100"),
+    # step_stats { dev_stats { thread_names { key: 1 } } } written with unknown varint fields
+    # around it (found by test_random_wire_variants). Read as a StepStats, a device name would
+    # be bytes with an 0x81 (not UTF-8), on which protobuf's StepStats parse fails: the kind
+    # guessed must be RunMetadata, or the UTF-8 error of the wrong reading is reported.
+    "runmetadata_whose_stepstats_reading_has_a_bad_string": bytes.fromhex(
+        "0a0208000a0b0a091a030881000800100008001000"),
     # Fields out of protobuf's order: function_graphs { post, pre, partition } before the top-level
     # partition_graphs. graph_index follows protobuf's order: top-level partition graphs, then
     # per function_graphs its partition graphs, pre-, post-optimization graph.

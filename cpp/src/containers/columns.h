@@ -7,12 +7,14 @@
 #include <string_view>
 #include <vector>
 
+#include "containers/column_allocator.h"
+
 namespace tracecore {
 
 // A column of variable-length strings: Arrow "utf8" layout (int32 offsets + bytes).
 struct StringColumn {
-  std::vector<int32_t> offsets{0};
-  std::vector<char> data;
+  Column<int32_t> offsets{0};
+  Column<char> data;
 
   void Append(std::string_view s) {
     if (data.size() + s.size() > 0x7FFFFFFFu) {
@@ -27,8 +29,8 @@ struct StringColumn {
 // A column of lists of T: Arrow "list" layout (int32 offsets + child values).
 template <class T>
 struct ListColumn {
-  std::vector<int32_t> offsets{0};
-  std::vector<T> values;
+  Column<int32_t> offsets{0};
+  Column<T> values;
 
   // Ends the current row: it holds every value appended since the previous row ended.
   void CloseRow() {
@@ -41,7 +43,7 @@ struct ListColumn {
 
 // A column of lists of strings.
 struct ListStringColumn {
-  std::vector<int32_t> offsets{0};
+  Column<int32_t> offsets{0};
   StringColumn values;
 
   void CloseRow() {

@@ -115,6 +115,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     const std::string& kind = binary_kind;
     std::vector<BinaryUnit> units;
     if (!PlanBinaryUnits(data, file.size(), kind, &units) || units.size() < 2) return nullptr;
+    file.ReleaseConsumed(0, file.size());  // the walk mapped the pages in (see ParseBinaryEitherKind)
     bool any_device = false;
     for (const BinaryUnit& u : units) any_device = any_device || u.kind == BinaryUnit::kDeviceStepStats;
     if (!any_device) return nullptr;  // the sequential parse checks for known fields
@@ -183,6 +184,10 @@ template <class Parse>
 std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
   const std::string guess = DetectBinaryKind(bytes, file.size());
+  // That walk over the top-level fields mapped most of the file's pages in (the kernel maps a
+  // page's neighbours along with it); unmap them until the parse reaches them, or a binary
+  // dump would be resident whole at the start, on top of the columns' first pages.
+  file.ReleaseConsumed(0, file.size());
   const std::string other = guess == "StepStats" ? "RunMetadata" : "StepStats";
   std::shared_ptr<TraceTables> first;
   std::exception_ptr first_error;

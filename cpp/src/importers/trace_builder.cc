@@ -10,7 +10,7 @@ namespace {
 
 // Appends a validity or boolean byte. Passing an lvalue selects push_back(const T&), which
 // inlines where the rvalue overload (through emplace_back) did not.
-inline void PushFlag(std::vector<uint8_t>& column, bool b) {
+inline void PushFlag(Column<uint8_t>& column, bool b) {
   const uint8_t byte = b ? 1 : 0;
   column.push_back(byte);
 }
@@ -206,43 +206,26 @@ uint32_t TraceBuilder::OpFor(const EventFields& f, uint32_t label) {
 
 void TraceBuilder::Reserve(size_t bytes, bool text) {
   // Typical dumps: ~700 text bytes (~260 binary bytes) per event, half a tensor, a quarter of
-  // an allocator usage and one allocation record per event.
+  // an allocator usage and one allocation record per event. Reserving also places the larger
+  // columns on huge pages (see ColumnAllocator).
   const size_t events = bytes / (text ? 600 : 220) + 16;
+  auto reserve = [](size_t n, auto&... columns) { (columns.reserve(n), ...); };
   EventTable& e = t_.events;
-  e.device_index.reserve(events);
-  e.device.reserve(events);
-  e.node_name.reserve(events);
-  e.op.reserve(events);
-  e.op_valid.reserve(events);
-  e.timeline_label.reserve(events);
-  for (auto* v : {&e.start_ns, &e.end_ns, &e.op_start_ns, &e.op_end_ns, &e.scheduled_ns,
-                  &e.temp_memory_size, &e.persistent_memory_size}) {
-    v->reserve(events);
-  }
-  e.scheduled_valid.reserve(events);
-  e.thread_id.reserve(events);
-  const size_t tensors = events / 2 + 16;
+  reserve(events, e.event_id, e.device_index, e.device, e.node_name, e.op, e.op_valid,
+          e.timeline_label, e.start_ns, e.end_ns, e.op_start_ns, e.op_end_ns, e.scheduled_ns,
+          e.scheduled_valid, e.thread_id, e.temp_memory_size, e.persistent_memory_size);
   TensorTable& x = t_.tensors;
-  for (auto* v : {&x.event_id, &x.num_elements, &x.requested_bytes, &x.allocated_bytes,
-                  &x.allocation_id}) {
-    v->reserve(tensors);
-  }
-  x.output_index.reserve(tensors);
-  x.slot.reserve(tensors);
-  x.dtype.reserve(tensors);
-  x.allocator.reserve(tensors);
-  x.ptr.reserve(tensors);
-  x.unknown_rank.reserve(tensors);
-  x.num_elements_valid.reserve(tensors);
-  x.has_single_reference.reserve(tensors);
-  x.shape.offsets.reserve(tensors + 1);
-  x.shape.values.reserve(tensors * 2);
-  const size_t records = events + 16;
+  const size_t tensors = events / 2 + 16;
+  reserve(tensors, x.event_id, x.output_index, x.slot, x.dtype, x.unknown_rank, x.num_elements,
+          x.num_elements_valid, x.requested_bytes, x.allocated_bytes, x.allocator,
+          x.allocation_id, x.ptr, x.has_single_reference);
+  reserve(tensors + 1, x.shape.offsets);
+  reserve(tensors * 2, x.shape.values);
+  AllocationTable& a = t_.allocations;
+  reserve(events / 4 + 16, a.event_id, a.allocator, a.total_bytes, a.peak_bytes, a.live_bytes,
+          a.allocator_bytes_in_use);
   AllocRecordTable& r = t_.alloc_records;
-  r.event_id.reserve(records);
-  r.allocator.reserve(records);
-  r.time_ns.reserve(records);
-  r.bytes.reserve(records);
+  reserve(events + 16, r.event_id, r.allocator, r.time_ns, r.bytes);
 }
 
 uint32_t TraceBuilder::DtypeId(int32_t dtype) {
@@ -392,8 +375,9 @@ void NormalizeGraphs(TraceTables& t) {
 void TraceBuilder::Finish() {
   NormalizeGraphs(t_);
   EventTable& e = t_.events;
-  e.event_id.resize(e.size());
-  for (size_t i = 0; i < e.event_id.size(); ++i) e.event_id[i] = static_cast<int64_t>(i);
+  e.event_id.clear();  // appended, not resized: no zeroing pass over fresh pages first
+  e.event_id.reserve(e.size());
+  for (size_t i = 0; i < e.size(); ++i) e.event_id.push_back(static_cast<int64_t>(i));
   DeviceTable& d = t_.devices;
   d.kind_name = StringColumn();
   for (uint8_t kind : d.kind) d.kind_name.Append(DeviceKindName(static_cast<DeviceKind>(kind)));

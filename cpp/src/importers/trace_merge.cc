@@ -11,18 +11,18 @@ namespace {
 
 // Frees a part's column once it has been copied.
 template <class T>
-void Free(std::vector<T>& v) {
-  std::vector<T>().swap(v);
+void Free(Column<T>& v) {
+  Column<T>().swap(v);
 }
 
 // dst gets room for `total` elements (one reallocation at most; none when the first chunk
 // reserved for the whole input).
 template <class T>
-void Grow(std::vector<T>& dst, size_t total) {
+void Grow(Column<T>& dst, size_t total) {
   if (dst.capacity() < total) dst.reserve(total);
 }
 
-void AppendOffsets(std::vector<int32_t>& dst, const std::vector<int32_t>& src) {
+void AppendOffsets(Column<int32_t>& dst, const Column<int32_t>& src) {
   // Both start with a 0 entry; src's are shifted by dst's last offset.
   const int64_t shift = dst.back();
   if (shift + src.back() > 0x7FFFFFFF) throw std::length_error("column exceeds 2^31 values");
@@ -124,7 +124,7 @@ class Merger {
 
   // Offsets and flat values of a list or string column.
   template <class V>
-  static void AppendFlat(std::vector<int32_t>& dst_offsets, V& dst_values, std::vector<int32_t>& src_offsets,
+  static void AppendFlat(Column<int32_t>& dst_offsets, V& dst_values, Column<int32_t>& src_offsets,
                          V& src_values) {
     Grow(dst_values, dst_values.size() + src_values.size());
     AppendOffsets(dst_offsets, src_offsets);

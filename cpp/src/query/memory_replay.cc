@@ -22,7 +22,8 @@ struct Change {
 };
 
 // Allocators in the order of their names, restricted to `only` unless it is kNotFound.
-std::vector<uint32_t> SortedAllocators(const StringPool& pool, const std::vector<uint32_t>& column,
+template <class A>
+std::vector<uint32_t> SortedAllocators(const StringPool& pool, const std::vector<uint32_t, A>& column,
                                        uint32_t only) {
   // Distinct ids in O(n) (a column may hold tens of millions of rows, the pool few strings).
   std::vector<uint8_t> seen(pool.size(), 0);

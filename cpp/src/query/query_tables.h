@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "containers/columns.h"
+#include "core/uninit_vector.h"
 #include "tables/table_views.h"
 #include "tables/trace_tables.h"
 

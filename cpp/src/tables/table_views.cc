@@ -5,14 +5,6 @@
 namespace tracecore {
 namespace columns {
 namespace {
-template <class T, class A>
-ColumnView Fixed(const char* name, ColumnKind kind, const std::vector<T, A>& v,
-                 const std::vector<uint8_t>* valid = nullptr) {
-  ColumnView c{name, kind, static_cast<int64_t>(v.size())};
-  c.values = v.data();
-  if (valid != nullptr) c.valid = valid->data();
-  return c;
-}
 template <class T>
 ColumnView List(const char* n, ColumnKind kind, const ListColumn<T>& l) {
   ColumnView c{n, kind, static_cast<int64_t>(l.size())};
@@ -23,19 +15,6 @@ ColumnView List(const char* n, ColumnKind kind, const ListColumn<T>& l) {
 }
 }  // namespace
 
-ColumnView Int32(const char* n, const std::vector<int32_t>& v) { return Fixed(n, ColumnKind::kInt32, v); }
-ColumnView Int64(const char* n, const std::vector<int64_t>& v, const std::vector<uint8_t>* valid) {
-  return Fixed(n, ColumnKind::kInt64, v, valid);
-}
-ColumnView UInt32(const char* n, const std::vector<uint32_t>& v) { return Fixed(n, ColumnKind::kUInt32, v); }
-ColumnView UInt64(const char* n, const std::vector<uint64_t>& v) { return Fixed(n, ColumnKind::kUInt64, v); }
-ColumnView Float64(const char* n, const std::vector<double>& v) { return Fixed(n, ColumnKind::kFloat64, v); }
-ColumnView Bool(const char* n, const std::vector<uint8_t>& v) { return Fixed(n, ColumnKind::kBool, v); }
-ColumnView Dict(const char* n, const std::vector<uint32_t>& v, const std::vector<uint8_t>* valid) {
-  return Fixed(n, ColumnKind::kDictString, v, valid);
-}
-ColumnView Int64(const char* n, const UninitVector<int64_t>& v) { return Fixed(n, ColumnKind::kInt64, v); }
-ColumnView Dict(const char* n, const UninitVector<uint32_t>& v) { return Fixed(n, ColumnKind::kDictString, v); }
 ColumnView String(const char* n, const StringColumn& s) {
   ColumnView c{n, ColumnKind::kString, static_cast<int64_t>(s.size())};
   c.strings = &s;
@@ -61,12 +40,16 @@ TableView MakeTableView(int64_t rows, std::vector<ColumnView> cols) {
 
 namespace {
 using namespace columns;
-ColumnView I32(const char* n, const std::vector<int32_t>& v) { return Int32(n, v); }
-ColumnView I64(const char* n, const std::vector<int64_t>& v, const std::vector<uint8_t>* valid = nullptr) {
+template <class A>
+ColumnView I32(const char* n, const std::vector<int32_t, A>& v) { return Int32(n, v); }
+template <class A>
+ColumnView I64(const char* n, const std::vector<int64_t, A>& v, const Column<uint8_t>* valid = nullptr) {
   return Int64(n, v, valid);
 }
-ColumnView U32(const char* n, const std::vector<uint32_t>& v) { return UInt32(n, v); }
-ColumnView U64(const char* n, const std::vector<uint64_t>& v) { return UInt64(n, v); }
+template <class A>
+ColumnView U32(const char* n, const std::vector<uint32_t, A>& v) { return UInt32(n, v); }
+template <class A>
+ColumnView U64(const char* n, const std::vector<uint64_t, A>& v) { return UInt64(n, v); }
 ColumnView Str(const char* n, const StringColumn& s) { return String(n, s); }
 ColumnView ListStr(const char* n, const ListStringColumn& l) { return ListString(n, l); }
 TableView Make(int64_t rows, std::vector<ColumnView> cols) { return MakeTableView(rows, std::move(cols)); }

@@ -7,7 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include "core/uninit_vector.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore {
@@ -42,23 +41,51 @@ struct TableView {
   int64_t num_rows = 0;
 };
 
-// Column constructors over owned vectors (the views borrow; the vectors must outlive them).
+// Column constructors over owned vectors (the views borrow; the vectors must outlive them), of
+// any allocator: table columns (Column<T>), query results (std::vector, UninitVector).
 namespace columns {
-ColumnView Int32(const char* name, const std::vector<int32_t>& v);
-ColumnView Int64(const char* name, const std::vector<int64_t>& v,
-                 const std::vector<uint8_t>* valid = nullptr);
-ColumnView UInt32(const char* name, const std::vector<uint32_t>& v);
-ColumnView UInt64(const char* name, const std::vector<uint64_t>& v);
-ColumnView Float64(const char* name, const std::vector<double>& v);
-ColumnView Bool(const char* name, const std::vector<uint8_t>& v);
-ColumnView Dict(const char* name, const std::vector<uint32_t>& ids,
-                const std::vector<uint8_t>* valid = nullptr);
+template <class T, class A>
+ColumnView Fixed(const char* name, ColumnKind kind, const std::vector<T, A>& v,
+                 const uint8_t* valid = nullptr) {
+  ColumnView c{name, kind, static_cast<int64_t>(v.size())};
+  c.values = v.data();
+  c.valid = valid;
+  return c;
+}
+template <class A>
+ColumnView Int32(const char* name, const std::vector<int32_t, A>& v) {
+  return Fixed(name, ColumnKind::kInt32, v);
+}
+template <class A>
+ColumnView Int64(const char* name, const std::vector<int64_t, A>& v,
+                 const Column<uint8_t>* valid = nullptr) {
+  return Fixed(name, ColumnKind::kInt64, v, valid ? valid->data() : nullptr);
+}
+template <class A>
+ColumnView UInt32(const char* name, const std::vector<uint32_t, A>& v) {
+  return Fixed(name, ColumnKind::kUInt32, v);
+}
+template <class A>
+ColumnView UInt64(const char* name, const std::vector<uint64_t, A>& v) {
+  return Fixed(name, ColumnKind::kUInt64, v);
+}
+template <class A>
+ColumnView Float64(const char* name, const std::vector<double, A>& v) {
+  return Fixed(name, ColumnKind::kFloat64, v);
+}
+template <class A>
+ColumnView Bool(const char* name, const std::vector<uint8_t, A>& v) {
+  return Fixed(name, ColumnKind::kBool, v);
+}
+template <class A>
+ColumnView Dict(const char* name, const std::vector<uint32_t, A>& ids,
+                const Column<uint8_t>* valid = nullptr) {
+  return Fixed(name, ColumnKind::kDictString, ids, valid ? valid->data() : nullptr);
+}
 ColumnView String(const char* name, const StringColumn& s);
 ColumnView ListInt32(const char* name, const ListColumn<int32_t>& l);
 ColumnView ListInt64(const char* name, const ListColumn<int64_t>& l);
 ColumnView ListString(const char* name, const ListStringColumn& l);
-ColumnView Int64(const char* name, const UninitVector<int64_t>& v);
-ColumnView Dict(const char* name, const UninitVector<uint32_t>& ids);
 }  // namespace columns
 
 // Checks every column has `rows` rows and bundles them.

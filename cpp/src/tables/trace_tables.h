@@ -19,81 +19,81 @@ const char* DeviceKindName(DeviceKind kind);
 DeviceKind ClassifyDevice(std::string_view device);
 
 struct DeviceTable {
-  std::vector<int32_t> device_index;
-  std::vector<uint32_t> device;
-  std::vector<uint8_t> kind;  // DeviceKind
+  Column<int32_t> device_index;
+  Column<uint32_t> device;
+  Column<uint8_t> kind;  // DeviceKind
   StringColumn kind_name;     // DeviceKindName(kind), filled by TraceBuilder::Finish
-  std::vector<int64_t> n_events;
+  Column<int64_t> n_events;
   size_t size() const { return device.size(); }
 };
 
 struct EventTable {
-  std::vector<int64_t> event_id;
-  std::vector<int32_t> device_index;
-  std::vector<uint32_t> device;
-  std::vector<uint32_t> node_name;
-  std::vector<uint32_t> op;
-  std::vector<uint8_t> op_valid;
-  std::vector<uint32_t> timeline_label;  // interned: a graph's labels repeat every step
-  std::vector<int64_t> start_ns;
-  std::vector<int64_t> end_ns;
-  std::vector<int64_t> op_start_ns;
-  std::vector<int64_t> op_end_ns;
-  std::vector<int64_t> scheduled_ns;
-  std::vector<uint8_t> scheduled_valid;
-  std::vector<uint32_t> thread_id;
-  std::vector<int64_t> temp_memory_size;
-  std::vector<int64_t> persistent_memory_size;
+  Column<int64_t> event_id;
+  Column<int32_t> device_index;
+  Column<uint32_t> device;
+  Column<uint32_t> node_name;
+  Column<uint32_t> op;
+  Column<uint8_t> op_valid;
+  Column<uint32_t> timeline_label;  // interned: a graph's labels repeat every step
+  Column<int64_t> start_ns;
+  Column<int64_t> end_ns;
+  Column<int64_t> op_start_ns;
+  Column<int64_t> op_end_ns;
+  Column<int64_t> scheduled_ns;
+  Column<uint8_t> scheduled_valid;
+  Column<uint32_t> thread_id;
+  Column<int64_t> temp_memory_size;
+  Column<int64_t> persistent_memory_size;
   size_t size() const { return node_name.size(); }
 };
 
 struct TensorTable {
-  std::vector<int64_t> event_id;
-  std::vector<int32_t> output_index;
-  std::vector<int32_t> slot;
-  std::vector<uint32_t> dtype;
+  Column<int64_t> event_id;
+  Column<int32_t> output_index;
+  Column<int32_t> slot;
+  Column<uint32_t> dtype;
   ListColumn<int64_t> shape;
-  std::vector<uint8_t> unknown_rank;
-  std::vector<int64_t> num_elements;
-  std::vector<uint8_t> num_elements_valid;
-  std::vector<int64_t> requested_bytes;
-  std::vector<int64_t> allocated_bytes;
-  std::vector<uint32_t> allocator;
-  std::vector<int64_t> allocation_id;
-  std::vector<uint64_t> ptr;
-  std::vector<uint8_t> has_single_reference;
+  Column<uint8_t> unknown_rank;
+  Column<int64_t> num_elements;
+  Column<uint8_t> num_elements_valid;
+  Column<int64_t> requested_bytes;
+  Column<int64_t> allocated_bytes;
+  Column<uint32_t> allocator;
+  Column<int64_t> allocation_id;
+  Column<uint64_t> ptr;
+  Column<uint8_t> has_single_reference;
   size_t size() const { return event_id.size(); }
 };
 
 struct AllocationTable {
-  std::vector<int64_t> event_id;
-  std::vector<uint32_t> allocator;
-  std::vector<int64_t> total_bytes;
-  std::vector<int64_t> peak_bytes;
-  std::vector<int64_t> live_bytes;
-  std::vector<int64_t> allocator_bytes_in_use;
+  Column<int64_t> event_id;
+  Column<uint32_t> allocator;
+  Column<int64_t> total_bytes;
+  Column<int64_t> peak_bytes;
+  Column<int64_t> live_bytes;
+  Column<int64_t> allocator_bytes_in_use;
   size_t size() const { return event_id.size(); }
 };
 
 struct AllocRecordTable {
-  std::vector<int64_t> event_id;
-  std::vector<uint32_t> allocator;
-  std::vector<int64_t> time_ns;
-  std::vector<int64_t> bytes;
+  Column<int64_t> event_id;
+  Column<uint32_t> allocator;
+  Column<int64_t> time_ns;
+  Column<int64_t> bytes;
   size_t size() const { return event_id.size(); }
 };
 
 struct CostGraphTable {
-  std::vector<uint32_t> name;
-  std::vector<uint32_t> device;
-  std::vector<int32_t> id;
-  std::vector<int64_t> compute_cost;
-  std::vector<int64_t> compute_time;
-  std::vector<int64_t> memory_time;
-  std::vector<int64_t> temporary_memory_size;
-  std::vector<int64_t> persistent_memory_size;
-  std::vector<uint8_t> is_final;
-  std::vector<uint8_t> inaccurate;
+  Column<uint32_t> name;
+  Column<uint32_t> device;
+  Column<int32_t> id;
+  Column<int64_t> compute_cost;
+  Column<int64_t> compute_time;
+  Column<int64_t> memory_time;
+  Column<int64_t> temporary_memory_size;
+  Column<int64_t> persistent_memory_size;
+  Column<uint8_t> is_final;
+  Column<uint8_t> inaccurate;
   ListColumn<int32_t> input_nodes;
   ListColumn<int32_t> control_inputs;
   ListColumn<int64_t> output_sizes;
@@ -101,24 +101,24 @@ struct CostGraphTable {
 };
 
 struct GraphNodeTable {
-  std::vector<int32_t> graph_index;
-  std::vector<uint32_t> name;
-  std::vector<uint32_t> op;
-  std::vector<uint32_t> device;
+  Column<int32_t> graph_index;
+  Column<uint32_t> name;
+  Column<uint32_t> op;
+  Column<uint32_t> device;
   ListStringColumn inputs;
   size_t size() const { return name.size(); }
 };
 
 struct ThreadNameTable {
-  std::vector<int32_t> device_index;
-  std::vector<uint32_t> thread_id;
+  Column<int32_t> device_index;
+  Column<uint32_t> thread_id;
   StringColumn name;
   size_t size() const { return device_index.size(); }
 };
 
 struct PersistentTensorTable {
-  std::vector<int64_t> event_id;
-  std::vector<int64_t> allocation_id;
+  Column<int64_t> event_id;
+  Column<int64_t> allocation_id;
   size_t size() const { return event_id.size(); }
 };
 

@@ -497,10 +497,11 @@ std::string DetectBinaryKind(const uint8_t* data, size_t size) {
     while (inner.p < inner.end && inner.Next(&f2, &wt2, &p2)) {
       if (f2 == 2 || f2 == 3) return "StepStats";  // node_stats / thread_names
       if (f2 != 1 || wt2 != kLengthDelimited) continue;
-      // A device name, or a DeviceStepStats.
+      // A device name, or a DeviceStepStats. Bytes that are not UTF-8 are no device name:
+      // protobuf's StepStats reading would fail on them.
       if (!p2.empty() && p2.front() == '/') return "StepStats";
       if (!p2.empty() && LooksLikeDeviceStepStats(p2)) return "RunMetadata";
-      if (!p2.empty()) return "StepStats";
+      if (!p2.empty()) return StringPool::IsValidUtf8(p2) ? "StepStats" : "RunMetadata";
     }
   }
   return "StepStats";
