@@ -10,7 +10,8 @@
 #     successful parse is validated, exported and queried;
 #  3. runs truncate_driver: a mapped dump truncated by another thread during the parse must
 #     give TraceFormatError or a parse, never SIGBUS;
-#  3b. runs radix_sort_check: the queries' radix sort against std::stable_sort;
+#  3b. runs radix_sort_check: the queries' radix sort against std::stable_sort, and
+#      varint_check: the binary parser's varint fast paths against a plain decoder;
 #  4. runs a short fuzz campaign (TRACECORE_ASAN_FUZZ_SECONDS per target, default 25, targets
 #     text binary queries auto: about 2 minutes) with fuzz/run_fuzz.sh;
 #  5. optionally (TRACECORE_ASAN_PYTEST=1) builds the Python extension with
@@ -88,6 +89,8 @@ step "truncate_driver (a mapped file shrinking during the parse)" \
   "$build/truncate_driver" tests/data/seed000_stepstats.pbtxt 20
 step "radix_sort_check (the queries' sort against std::stable_sort)" \
   "$build/radix_sort_check"
+step "varint_check (varint fast paths against a plain decoder)" \
+  "$build/varint_check"
 # Bounded: each target stops after fuzz_seconds; run_fuzz.sh exits 1 on any finding.
 step "short fuzz campaign (${fuzz_seconds}s per target)" \
   fuzz/run_fuzz.sh -t "$fuzz_seconds" -b "$build" -s "$repo" -o "$build/campaign" text binary queries auto
