@@ -155,7 +155,7 @@ inline void CheckRelations(const TraceTables& t) {
     Check(d >= 0 && d < n_devices, "events", "device_index", "out of range");
     if (i > 0) Check(d >= t.events.device_index[i - 1], "events", "device_index", "not in block order");
   }
-  auto ids_in_range = [&](const std::vector<int64_t>& ids, const char* table) {
+  auto ids_in_range = [&](const tracecore::Column<int64_t>& ids, const char* table) {
     for (size_t i = 0; i < ids.size(); ++i) {
       Check(ids[i] >= 0 && ids[i] < n_events, table, "event_id", "out of range");
       if (i > 0) Check(ids[i] >= ids[i - 1], table, "event_id", "not in file order");
