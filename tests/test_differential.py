@@ -745,6 +745,25 @@ def test_binary_cases(case, workdir):
     expect_open_binary(workdir, data, msg, f"binary case {case!r}")
 
 
+# Hand-made binary StepStats, as above.
+BINARY_STEPSTATS_CASES = {
+    # dev_stats { device: "x: 1" node_stats { node_name: "a" all_start_micros: 1
+    # op_end_rel_micros: 10^18 } device: "/job" } (found by test_random_wire_variants): the
+    # device name "x: 1" also reads as a DeviceStepStats, so RunMetadata is guessed, and that
+    # reading breaks on "/job". The StepStats reading's time out of range is the error to report.
+    "stepstats_out_of_range_behind_a_wrong_guess": bytes.fromhex(
+        "0a1d0a04783a2031120f0a0161100120808090bbbad6adf00d0a042f6a6f62"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BINARY_STEPSTATS_CASES))
+def test_binary_stepstats_cases(case, workdir):
+    data = BINARY_STEPSTATS_CASES[case]
+    msg = tp.StepStats.FromString(data)
+    assert msg.ByteSize() > 0
+    expect_open_binary(workdir, data, msg, f"binary case {case!r}")
+
+
 def test_graph_index_follows_protobuf_order(workdir):
     t = tracecore.open(write(workdir, BINARY_CASES["graphs_out_of_field_order"], ".pb"))
     assert t.graph_nodes.column("name").to_pylist() == ["a", "p", "b", "c"]

@@ -179,7 +179,8 @@ std::string DetectFormat(const char* data, size_t size) {
 // string that is not UTF-8, a time out of range; those are reported as they are), and when it
 // succeeds with unknown fields, in case the other reading knows more of them. The reading
 // with fewer unknown fields wins, ties going to the guess; when neither parses, the error of the
-// guess is reported. Well-formed dumps without unknown fields are parsed once.
+// guess is reported, unless the other kind failed on a bad value (then the guess was wrong, and
+// that value is the problem). Well-formed dumps without unknown fields are parsed once.
 template <class Parse>
 std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
@@ -201,8 +202,11 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
   std::shared_ptr<TraceTables> second;
   try {
     second = parse(other);
-  } catch (const TraceFormatError&) {
+  } catch (const TraceFormatError& e) {
     if (file.ShrankSinceOpen()) throw;
+    // Both failed: a bad value in the other reading (its structure sound up to there) tells
+    // more than the guess's broken structure, which only says the guess was wrong.
+    if (first_error && e.bad_value) throw;
     if (first_error) std::rethrow_exception(first_error);
     return first;
   }
