@@ -737,15 +737,7 @@ BINARY_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BINARY_CASES))
-def test_binary_cases(case, workdir):
-    data = BINARY_CASES[case]
-    msg = tp.RunMetadata.FromString(data)
-    assert msg.ByteSize() > 0
-    expect_open_binary(workdir, data, msg, f"binary case {case!r}")
-
-
-# Hand-made binary StepStats, as above.
+# Hand-made binary StepStats inputs, as above.
 BINARY_STEPSTATS_CASES = {
     # dev_stats { device: "x: 1" node_stats { node_name: "a" all_start_micros: 1
     # op_end_rel_micros: 10^18 } device: "/job" } (found by test_random_wire_variants): the
@@ -756,10 +748,11 @@ BINARY_STEPSTATS_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BINARY_STEPSTATS_CASES))
-def test_binary_stepstats_cases(case, workdir):
-    data = BINARY_STEPSTATS_CASES[case]
-    msg = tp.StepStats.FromString(data)
+@pytest.mark.parametrize("case", sorted(BINARY_CASES) + sorted(BINARY_STEPSTATS_CASES))
+def test_binary_cases(case, workdir):
+    cls, data = ((tp.RunMetadata, BINARY_CASES[case]) if case in BINARY_CASES
+                 else (tp.StepStats, BINARY_STEPSTATS_CASES[case]))
+    msg = cls.FromString(data)
     assert msg.ByteSize() > 0
     expect_open_binary(workdir, data, msg, f"binary case {case!r}")
 

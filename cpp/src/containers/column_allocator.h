@@ -16,11 +16,13 @@
 #include <sys/mman.h>
 #endif
 
+#include "core/huge_pages.h"
+
 namespace tracecore {
 
 namespace column_memory {
 
-constexpr size_t kHuge = size_t{2} << 20;
+constexpr size_t kHuge = kHugePageBytes;
 constexpr size_t kPage = 4096;  // mappings are rounded to it (the kernel rounds to its own)
 
 inline size_t MappedBytes(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
@@ -40,9 +42,7 @@ inline void* Allocate(size_t bytes) {
     const uintptr_t tail = aligned + length;
     const uintptr_t raw_end = base + length + kHuge;
     if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
-#if defined(MADV_HUGEPAGE)
-    madvise(reinterpret_cast<void*>(aligned), bytes & ~(kHuge - 1), MADV_HUGEPAGE);
-#endif
+    AdviseHugePages(reinterpret_cast<void*>(aligned), bytes, kHuge);  // whole 2 MB pages only
     return reinterpret_cast<void*>(aligned);
   }
 #endif

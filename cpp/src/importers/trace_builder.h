@@ -109,7 +109,7 @@ class TraceBuilder {
     std::memcpy(&w, d + n - 8, 8);
     k = (((k << 7) | (k >> 57)) ^ w) * 0x9E3779B97F4A7C15ull;
     uint32_t& cached = node_names_[k >> (64 - kNodeNameBits)];
-    if (cached != StringPool::kInvalidUtf8 && t_.pool.Get(cached) == s) return cached;
+    if (cached != StringPool::kInvalidUtf8 && StringPool::Equal(t_.pool.Get(cached), s)) return cached;
     const uint32_t id = t_.pool.Intern(s);
     if (id != StringPool::kInvalidUtf8) cached = id;
     return id;

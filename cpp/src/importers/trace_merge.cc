@@ -126,7 +126,6 @@ class Merger {
   template <class V>
   static void AppendFlat(Column<int32_t>& dst_offsets, V& dst_values, Column<int32_t>& src_offsets,
                          V& src_values) {
-    Grow(dst_values, dst_values.size() + src_values.size());
     AppendOffsets(dst_offsets, src_offsets);
     dst_values.insert(dst_values.end(), src_values.begin(), src_values.end());
     Free(src_offsets);
