@@ -1,5 +1,5 @@
-// Property check of WireReader::Varint (its 1-byte, 2-byte and 8-bytes-at-once fast paths)
-// against a byte-at-a-time decoder with protobuf's rules: random varints of 0 to 13 bytes,
+// Property check of WireReader::Varint (its 1-byte, 2-byte, 8-bytes-at-once and 9-10-byte fast
+// paths) against a byte-at-a-time decoder with protobuf's rules: random varints of 0 to 13 bytes,
 // with or without a terminator, cut by a field end anywhere, with readable bytes past the end
 // or not. Values, lengths and which inputs are errors must agree. Built with the sanitizers by
 // .ci/asan.sh; exits non-zero on the first mismatch.

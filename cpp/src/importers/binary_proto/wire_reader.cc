@@ -3,7 +3,18 @@
 namespace tracecore {
 namespace {
 constexpr int kMaxGroupDepth = 100;
+
+// The 7-bit groups of up to eight varint bytes (high bits already cleared), packed together:
+// pairs to 14 bits (b0 | b1 << 8 - b1 << 7 = b0 | b1 << 7), then pairs of 14- and 28-bit
+// groups, each upper half moving down over the gap.
+inline uint64_t Gather8(uint64_t x) {
+  x -= (x & 0x7F007F007F007F00ull) >> 1;
+  uint64_t upper = x & 0x3FFF00003FFF0000ull;
+  x = (x ^ upper) | (upper >> 2);
+  upper = x & 0x0FFFFFFF00000000ull;
+  return (x ^ upper) | (upper >> 4);
 }
+}  // namespace
 
 uint64_t WireReader::VarintMulti(const uint8_t*& p, const uint8_t* end) const {
   if (limit_ - p >= 8) {
@@ -25,15 +36,21 @@ uint64_t WireReader::VarintMulti(const uint8_t*& p, const uint8_t* end) const {
       const int bits = __builtin_ctzll(last) + 1;  // 8 * number of bytes
       if ((bits >> 3) > end - p) return VarintSlow(p, end);  // truncated
       x &= 0x7F7F7F7F7F7F7F7Full >> (64 - bits);  // the varint's bytes, without their high bits
-      // Pairs of 7-bit groups to 14 bits (b0 | b1 << 8 - b1 << 7 = b0 | b1 << 7), then pairs
-      // of 14- and 28-bit groups: each upper half moves down over the gap.
-      x -= (x & 0x7F007F007F007F00ull) >> 1;
-      uint64_t upper = x & 0x3FFF00003FFF0000ull;
-      x = (x ^ upper) | (upper >> 2);
-      upper = x & 0x0FFFFFFF00000000ull;
-      x = (x ^ upper) | (upper >> 4);
       p += bits >> 3;
-      return x;
+      return Gather8(x);
+    }
+    // Nine or ten bytes (negative int64 values take ten): the first eight at once, then the
+    // rest, bounds-checked against the field's end.
+    if (end - p >= 10 && (p[8] < 0x80 || p[9] < 0x80)) {
+      const uint64_t low = Gather8(x & 0x7F7F7F7F7F7F7F7Full);
+      if (p[8] < 0x80) {
+        const uint64_t value = low | (uint64_t{p[8]} << 56);
+        p += 9;
+        return value;
+      }
+      const uint64_t value = low | (uint64_t{p[8] & 0x7Fu} << 56) | (uint64_t{p[9]} << 63);
+      p += 10;
+      return value;
     }
 #endif
   }
