@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 #include <string_view>
 
 #include "containers/string_pool.h"
@@ -38,8 +39,9 @@ int main(int argc, char** argv) {
   long compares = 0;
   for (int iter = 0; iter < 200; ++iter) {
     for (size_t n = 0; n <= 80; ++n) {
-      std::unique_ptr<char[]> a(new char[n == 0 ? 1 : n]);
-      for (size_t i = 0; i < n; ++i) a[i] = static_cast<char>(rng() % 4);  // few values: near misses
+      std::string s(n, '\0');
+      for (char& c : s) c = static_cast<char>(rng() % 4);  // few values: near misses
+      const std::unique_ptr<char[]> a = Copy(s);
       const std::string_view av(a.get(), n);
       std::unique_ptr<char[]> b = Copy(av);
       if (!Check(av, std::string_view(b.get(), n), &compares)) return 1;
