@@ -93,6 +93,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._arrow import array, to_numpy
+
 PHASES = ("forward", "backward", "optimizer", "other")
 _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = range(4)
 _DICT_TYPE = pa.dictionary(pa.int32(), pa.string())
@@ -210,7 +212,7 @@ def forward_prefixes(names: Iterable[str]) -> set[str]:
 
 # -- vectorised implementation over a string array (the dictionary) --------------------------
 def _mask(arr: pa.Array) -> np.ndarray:
-    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
+    return to_numpy(arr, False)
 
 
 def _where(arr: pa.Array, mask: np.ndarray, fn) -> pa.Array:
@@ -221,14 +223,14 @@ def _where(arr: pa.Array, mask: np.ndarray, fn) -> pa.Array:
     if mask.all():
         return fn(arr)
     idx = np.flatnonzero(mask)
-    return _scatter(arr, idx, fn(arr.take(pa.array(idx))))
+    return _scatter(arr, idx, fn(arr.take(array(idx))))
 
 
 def _normalize(names: pa.Array) -> pa.Array:
     out = _where(names, _mask(pc.starts_with(names, "edge_")),
                  lambda a: pc.replace_substring_regex(a, _EDGE_PREFIX, "", max_replacements=1))
     return _where(out, _mask(pc.match_substring(out, ":")),
-                  lambda a: pc.list_element(pc.split_pattern(a, ":", max_splits=1), 0))
+                  lambda a: pc.replace_substring_regex(a, "(?s):.*", "", max_replacements=1))
 
 
 def _prefix(parts: pa.Array, k: int) -> pa.Array:
@@ -259,13 +261,13 @@ def _classify(norm: pa.Array) -> tuple[pa.Array, np.ndarray]:
     fs = pa.nulls(n, pa.string())
     if tf1.any():
         idx = np.flatnonzero(tf1)
-        sub = core.take(pa.array(idx))
+        sub = core.take(array(idx))
         # (Two DFA-friendly replacements; one extract_regex with lazy groups is 10x slower.)
         rest = pc.replace_substring_regex(sub, _TF1_HEAD_RE, "", max_replacements=1)
         ok = _mask(pc.not_equal(pc.binary_length(rest), pc.binary_length(sub)))
         ok &= _mask(pc.match_substring_regex(rest, _TF1_TAIL_RE))
         fwd = pc.replace_substring_regex(rest, _TF1_TAIL_RE + ".*$", r"\1", max_replacements=1)
-        fwd = pc.if_else(pa.array(ok), fwd, pa.nulls(len(sub), pa.string()))
+        fwd = pc.if_else(array(ok), fwd, pa.nulls(len(sub), pa.string()))
         # Gradients of gradients: a gradients component before the closing _grad -> Python.
         nested = _mask(pc.match_substring_regex(fwd, _TF1_GRAD_RE))
         if nested.any():
@@ -273,18 +275,18 @@ def _classify(norm: pa.Array) -> tuple[pa.Array, np.ndarray]:
             subs = sub.to_pylist()
             for i in np.flatnonzero(nested):
                 values[i] = _tf1_forward(subs[i])
-            fwd = pa.array(values, pa.string())
+            fwd = array(values, pa.string())
         fs = _scatter(fs, idx, fwd)
     if tf2.any():
         idx = np.flatnonzero(tf2)
-        rest = pc.utf8_slice_codeunits(core.take(pa.array(idx)), len(_TF2_PREFIX))
+        rest = pc.utf8_slice_codeunits(core.take(array(idx)), len(_TF2_PREFIX))
         has_parent = _mask(pc.match_substring(rest, "/"))
         cand = pc.if_else(
-            pa.array(has_parent),
+            array(has_parent),
             pc.replace_substring_regex(rest, r"/[^/]*$", "", max_replacements=1),
             pa.nulls(len(rest), pa.string()),
         )
-        fwd_core = core.filter(pa.array(phase == _FORWARD))
+        fwd_core = core.filter(array(phase == _FORWARD))
         cand = _shorten_to_known(cand, fwd_core)
         fs = _scatter(fs, idx, cand)
     return fs, phase
@@ -296,7 +298,7 @@ def _filtered_match(arr: pa.Array, needle: str, pattern: str) -> np.ndarray:
     out = np.zeros(len(arr), dtype=bool)
     if pre.any():
         idx = np.flatnonzero(pre)
-        out[idx] = _mask(pc.match_substring_regex(arr.take(pa.array(idx)), pattern))
+        out[idx] = _mask(pc.match_substring_regex(arr.take(array(idx)), pattern))
     return out
 
 
@@ -306,19 +308,19 @@ def _scatter(base: pa.Array, idx: np.ndarray, values: pa.Array) -> pa.Array:
     pos = np.arange(n, dtype=np.int64)
     pos[idx] = n + np.arange(len(idx), dtype=np.int64)
     combined = pa.concat_arrays([base, values.cast(pa.string())])
-    return combined.take(pa.array(pos))
+    return combined.take(array(pos))
 
 
 def _forward_prefix_set(fwd_core: pa.Array) -> pa.Array:
     """Every whole-component prefix of the forward core names, as one unique string array."""
     if len(fwd_core) == 0:
-        return pa.array([], pa.string())
+        return array([], pa.string())
     parts = pc.split_pattern(fwd_core, "/")
     lengths = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
     chunks = []
     for k in range(1, int(lengths.max()) + 1):
         sel = lengths >= k
-        chunks.append(_prefix(parts.filter(pa.array(sel)), k))
+        chunks.append(_prefix(parts.filter(array(sel)), k))
     return pc.unique(pa.concat_arrays(chunks))
 
 
@@ -335,18 +337,18 @@ def _shorten_to_known(cand: pa.Array, fwd_core: pa.Array) -> pa.Array:
         if not todo.any():
             continue
         idx = np.flatnonzero(todo)
-        hit = _mask(pc.is_in(_prefix(parts.take(pa.array(idx)), k), value_set=known))
+        hit = _mask(pc.is_in(_prefix(parts.take(array(idx)), k), value_set=known))
         best[idx[hit]] = k
     if not best.any():
         return cand
     idx = np.flatnonzero(best)
     # One join per distinct depth keeps this vectorised.
-    out_parts = parts.take(pa.array(idx))
+    out_parts = parts.take(array(idx))
     depths = best[idx]
     result = pa.nulls(len(idx), pa.string())
     for k in np.unique(depths):
         sel = np.flatnonzero(depths == k)
-        result = _scatter(result, sel, _prefix(out_parts.take(pa.array(sel)), int(k)))
+        result = _scatter(result, sel, _prefix(out_parts.take(array(sel)), int(k)))
     return _scatter(cand, idx, result)
 
 
@@ -365,12 +367,14 @@ def _chunks(col: pa.ChunkedArray) -> list[pa.DictionaryArray]:
     return out
 
 
-def _indices(chunk: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
-    """(indices as int64 with nulls -> 0, validity mask)."""
+def _indices(chunk: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(indices with nulls -> 0, validity mask or None when there are no nulls). Without
+    nulls the indices are the column's own buffer, not a copy."""
     ind = chunk.indices
-    valid = np.ones(len(ind), dtype=bool) if ind.null_count == 0 else _mask(pc.is_valid(ind))
-    arr = pc.fill_null(ind, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    return arr, valid
+    if ind.null_count == 0:
+        return to_numpy(ind), None
+    arr = to_numpy(ind, 0)
+    return arr, _mask(pc.is_valid(ind))
 
 
 class _NameInfo:
@@ -380,11 +384,11 @@ class _NameInfo:
         self.indices, self.valid = _indices(chunk)
         dictionary = chunk.dictionary.cast(pa.string())
         used = np.zeros(len(dictionary), dtype=bool)
-        used[self.indices[self.valid]] = True
+        used[self.indices if self.valid is None else self.indices[self.valid]] = True
         used &= _mask(pc.is_valid(dictionary)) if dictionary.null_count else True
         self.used_pos = np.flatnonzero(used)
         self.size = len(dictionary)
-        self.norm = _normalize(dictionary.take(pa.array(self.used_pos)))
+        self.norm = _normalize(dictionary.take(array(self.used_pos)))
         self._classified: tuple[pa.Array, np.ndarray] | None = None
 
     @property
@@ -403,16 +407,17 @@ class _NameInfo:
         """Row values from one value per used dictionary entry (``fill`` for null names)."""
         lookup = np.full(self.size + 1, fill, dtype=per_used.dtype)
         lookup[self.used_pos] = per_used
-        rows = lookup[np.where(self.valid, self.indices, self.size)]
-        return rows
+        if self.valid is None:
+            return lookup[self.indices]
+        return lookup[np.where(self.valid, self.indices, self.size)]
 
     def encode_rows(self, values: pa.Array) -> pa.DictionaryArray:
         """A dictionary column over the rows from one string (or null) per used entry."""
         enc = pc.dictionary_encode(values)
-        codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
+        codes = to_numpy(enc.indices, -1).astype(np.int32)
         rows = self.gather(codes, -1)
         mask = rows < 0
-        indices = pa.array(rows, pa.int32(), mask=mask if mask.any() else None)
+        indices = array(rows, pa.int32(), mask=mask if mask.any() else None)
         return pa.DictionaryArray.from_arrays(indices, enc.dictionary.cast(pa.string()))
 
 
@@ -422,13 +427,13 @@ def add_name_columns(events: pa.Table) -> pa.Table:
     existing columns are passed through without copying."""
     if "node_name" not in events.column_names:
         return events
-    phase_dict = pa.array(PHASES, pa.string())
+    phase_dict = array(PHASES, pa.string())
     fs_chunks, phase_chunks = [], []
     for chunk in _chunks(events.column("node_name")):
         info = _NameInfo(chunk)
         fs_chunks.append(info.encode_rows(info.forward_scope))
         codes = info.gather(info.phase.astype(np.int32), _OTHER)
-        phase_chunks.append(pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), phase_dict))
+        phase_chunks.append(pa.DictionaryArray.from_arrays(array(codes, pa.int32()), phase_dict))
     fs_col = pa.chunked_array(fs_chunks, _DICT_TYPE)
     phase_col = pa.chunked_array(phase_chunks, _DICT_TYPE)
     out = events.append_column("forward_scope", fs_col).append_column("phase", phase_col)
@@ -506,13 +511,13 @@ def _group_table(key_name: str, keys: pa.Array, group: np.ndarray, keep: np.ndar
     by_bytes = np.zeros(n_groups, dtype=np.int64)
     np.add.at(by_bytes, g, b)
     busy = _grouped_union(g, s, e, n_groups)
-    columns = {key_name: keys.cast(pa.string()), "n_events": pa.array(n_events)}
+    columns = {key_name: keys.cast(pa.string()), "n_events": array(n_events)}
     if with_total:
-        columns["total_ns"] = pa.array(total)
-    columns["busy_ns"] = pa.array(busy)
-    columns["bytes"] = pa.array(by_bytes)
+        columns["total_ns"] = array(total)
+    columns["busy_ns"] = array(busy)
+    columns["bytes"] = array(by_bytes)
     present = n_events > 0
-    return pa.table(columns).filter(pa.array(present))
+    return pa.table(columns).filter(array(present))
 
 
 def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
@@ -542,7 +547,7 @@ def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
         null_code = len(enc.dictionary)
         rows = info.gather(codes, null_code)
         groups.append(rows + offset)
-        key_chunks.append(pa.concat_arrays([enc.dictionary.cast(pa.string()), pa.array([""])]))
+        key_chunks.append(pa.concat_arrays([enc.dictionary.cast(pa.string()), array([""])]))
         offset += null_code + 1
     if not groups:
         return _empty_scopes()
@@ -558,9 +563,9 @@ def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
 
 
 def _empty_scopes() -> pa.Table:
-    return pa.table({"scope": pa.array([], pa.string()), "n_events": pa.array([], pa.int64()),
-                     "total_ns": pa.array([], pa.int64()), "busy_ns": pa.array([], pa.int64()),
-                     "bytes": pa.array([], pa.int64())})
+    return pa.table({"scope": array([], pa.string()), "n_events": array([], pa.int64()),
+                     "total_ns": array([], pa.int64()), "busy_ns": array([], pa.int64()),
+                     "bytes": array([], pa.int64())})
 
 
 def towers(trace) -> pa.Table:
@@ -578,7 +583,7 @@ def towers(trace) -> pa.Table:
         tower = pa.nulls(len(info.norm), pa.string())
         if has.any():
             idx = np.flatnonzero(has)
-            match = pc.extract_regex(info.norm.take(pa.array(idx)), _TOWER_RE)
+            match = pc.extract_regex(info.norm.take(array(idx)), _TOWER_RE)
             tower = _scatter(tower, idx, match.field("t"))
         enc = pc.dictionary_encode(tower)
         codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -587,8 +592,8 @@ def towers(trace) -> pa.Table:
         groups.append(rows)
         key_chunks.append(enc.dictionary.cast(pa.string()))
         offset += len(enc.dictionary)
-    empty = pa.table({"tower": pa.array([], pa.string()), "n_events": pa.array([], pa.int64()),
-                      "busy_ns": pa.array([], pa.int64()), "bytes": pa.array([], pa.int64())})
+    empty = pa.table({"tower": array([], pa.string()), "n_events": array([], pa.int64()),
+                      "busy_ns": array([], pa.int64()), "bytes": array([], pa.int64())})
     if not groups or offset == 0:
         return empty
     keys = pa.concat_arrays(key_chunks)
@@ -601,7 +606,7 @@ def towers(trace) -> pa.Table:
     names = table.column("tower").to_pylist()
     order = sorted(range(len(names)), key=lambda i: (names[i].rsplit("_", 1)[0],
                                                      int(names[i].rsplit("_", 1)[1])))
-    return table.take(pa.array(order, pa.int64()))
+    return table.take(array(order, pa.int64()))
 
 
 # -- shape listing -------------------------------------------------------------------------------

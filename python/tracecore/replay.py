@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from ._arrow import table_from_capsules
+from ._arrow import scalar, table_from_capsules
 
 
 class MemoryReplay:
@@ -37,7 +37,8 @@ class MemoryReplay:
 
     def peak(self, allocator: str) -> dict:
         """The peaks row of one allocator, as a dict."""
-        rows = self.peaks.filter(pc.equal(self.peaks["allocator"].cast(pa.string()), allocator))
+        name = scalar(allocator, pa.string())
+        rows = self.peaks.filter(pc.equal(self.peaks["allocator"].cast(pa.string()), name))
         if rows.num_rows == 0:
             raise KeyError(f"no allocator {allocator!r}; allocators: {self.allocators}")
         return rows.to_pylist()[0]
@@ -53,7 +54,8 @@ class MemoryReplay:
         self.peak(allocator)  # raises KeyError for an unknown allocator
         if self._live is None:
             self._live = table_from_capsules(self._replay_live())
-        live = self._live.filter(pc.equal(self._live["allocator"].cast(pa.string()), allocator))
+        name = scalar(allocator, pa.string())
+        live = self._live.filter(pc.equal(self._live["allocator"].cast(pa.string()), name))
         rows = live["row"]
         if self.source == "tensors":
             tensors = self._trace.tensors.take(rows)

@@ -1,0 +1,118 @@
+"""The pandas-free array helpers of tracecore._arrow give what pyarrow's own constructors give,
+and the common paths (open, events, ``info``) do not import pandas (0.2 s) through pyarrow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from tracecore._arrow import array, scalar, to_numpy
+
+_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("dtype", _DTYPES)
+def test_array_from_numpy_matches_pa_array(dtype):
+    values = (np.arange(37) * 3 - 20).astype(dtype)
+    got = array(values)
+    assert got.type == pa.from_numpy_dtype(np.dtype(dtype))
+    assert got.equals(pa.array(values))
+    strided = values[::3]  # not contiguous
+    assert array(strided).equals(pa.array(strided))
+
+
+def test_array_bool_mask_and_cast():
+    rng = np.random.default_rng(7)
+    flags = rng.random(101) < 0.4
+    assert array(flags).equals(pa.array(flags))
+    values = np.arange(101, dtype=np.int64)
+    mask = rng.random(101) < 0.3
+    expected = pa.array(values, pa.int32(), mask=mask)
+    got = array(values, pa.int32(), mask=mask)
+    assert got.equals(expected)
+    assert got.null_count == int(mask.sum())
+    assert array(values, pa.int32(), mask=np.zeros(101, dtype=bool)).equals(pa.array(values, pa.int32()))
+    with pytest.raises(pa.ArrowInvalid):
+        array(np.array([1 << 40]), pa.int32())  # checked like pa.array
+
+
+def test_array_from_lists():
+    words = ["forward", "", "bäckward", "x" * 300]
+    assert array(words).equals(pa.array(words))
+    assert array(tuple(words), pa.string()).equals(pa.array(words, pa.string()))
+    with_none = ["a", None, "ccc", None]
+    got = array(with_none, pa.string())
+    assert got.equals(pa.array(with_none, pa.string()))
+    assert got.null_count == 2
+    assert array([3, -5, 7]).equals(pa.array([3, -5, 7]))
+    assert array([], pa.string()).equals(pa.array([], pa.string()))
+    assert array([], pa.int64()).equals(pa.array([], pa.int64()))
+    with pytest.raises(OverflowError):  # beyond int64: pyarrow's own path, and its error
+        array([1 << 70])
+    assert array([True, False]).equals(pa.array([True, False]))
+
+
+def _sliced(values, type, mask):
+    return pa.array(values, type, mask=mask).slice(3, len(values) - 5)
+
+
+@pytest.mark.parametrize("type", [pa.int32(), pa.int64(), pa.uint64(), pa.float64(), pa.bool_()])
+def test_to_numpy_matches_fill_null(type):
+    rng = np.random.default_rng(3)
+    n = 77
+    raw = rng.random(n) < 0.5 if type == pa.bool_() else rng.integers(0, 100, n)
+    for mask in (None, rng.random(n) < 0.25):
+        arr = _sliced(raw, type, mask)  # a non-zero offset, into the bitmaps too
+        fill = False if type == pa.bool_() else 7
+        expected = pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
+        got = to_numpy(arr, fill)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+        chunked = pa.chunked_array([arr, arr.slice(5, 9), arr.slice(0, 0)])
+        np.testing.assert_array_equal(
+            to_numpy(chunked, fill), pc.fill_null(chunked, fill).to_numpy()
+        )
+    assert to_numpy(pa.chunked_array([], pa.int64()), 0).shape == (0,)
+
+
+def test_to_numpy_other_types_and_nulls_without_fill():
+    strings = pa.array(["a", None, "b"])
+    assert list(to_numpy(strings)) == ["a", None, "b"]
+    with_nulls = pa.array([1.5, None, 2.0])
+    got = to_numpy(with_nulls)
+    assert got[0] == 1.5 and np.isnan(got[1]) and got[2] == 2.0
+
+
+def test_scalar_matches_pa_scalar():
+    assert scalar("GPU_0_bfc", pa.string()).equals(pa.scalar("GPU_0_bfc", pa.string()))
+    assert scalar("", pa.string()).equals(pa.scalar("", pa.string()))
+    assert scalar(12, pa.int64()).equals(pa.scalar(12, pa.int64()))
+
+
+_NO_PANDAS = """
+import sys
+import tracecore
+if "pandas" in sys.modules:
+    print("preloaded")
+    raise SystemExit(0)
+from tracecore.cli import main
+t = tracecore.open(tracecore.sample_path())
+assert t.events.num_rows == 2087, t.events.num_rows
+assert "forward_scope" in t.events.column_names
+after_events = "pandas" in sys.modules
+code = main(["info", "--sample"])
+print(code, after_events, "pandas" in sys.modules)
+"""
+
+
+def test_open_events_and_info_do_not_import_pandas():
+    pytest.importorskip("pandas")
+    out = subprocess.run([sys.executable, "-c", _NO_PANDAS], capture_output=True, text=True, check=True)
+    last = out.stdout.strip().splitlines()[-1]
+    if last == "preloaded":
+        pytest.skip("this environment imports pandas with pyarrow already")
+    assert last == "0 False False", out.stdout[-2000:]
