@@ -1,5 +1,5 @@
 """The pandas-free array helpers of tracecore._arrow give what pyarrow's own constructors give,
-and the common paths (open, events, ``info``) do not import pandas (0.2 s) through pyarrow."""
+and the common paths (open, events, ``info``, the queries) do not import pandas (0.2 s) through pyarrow."""
 
 from __future__ import annotations
 
@@ -105,14 +105,20 @@ assert t.events.num_rows == 2087, t.events.num_rows
 assert "forward_scope" in t.events.column_names
 after_events = "pandas" in sys.modules
 code = main(["info", "--sample"])
-print(code, after_events, "pandas" in sys.modules)
+after_info = "pandas" in sys.modules
+assert t.scopes().num_rows > 0 and t.towers().num_rows >= 0
+assert len(t.window(0, 1 << 62)) == 2087
+assert t.overlaps().num_rows > 0 and t.occupancy().num_rows > 0 and t.op_stats().num_rows > 0
+replay = t.replay()
+replay.live_at_peak(replay.allocators[0])
+print(code, after_events, after_info, "pandas" in sys.modules)
 """
 
 
-def test_open_events_and_info_do_not_import_pandas():
+def test_open_events_info_and_queries_do_not_import_pandas():
     pytest.importorskip("pandas")
     out = subprocess.run([sys.executable, "-c", _NO_PANDAS], capture_output=True, text=True, check=True)
     last = out.stdout.strip().splitlines()[-1]
     if last == "preloaded":
         pytest.skip("this environment imports pandas with pyarrow already")
-    assert last == "0 False False", out.stdout[-2000:]
+    assert last == "0 False False False", out.stdout[-2000:]

@@ -93,11 +93,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._arrow import array, to_numpy
+from ._arrow import array, scalar, to_numpy
 
 PHASES = ("forward", "backward", "optimizer", "other")
 _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = range(4)
 _DICT_TYPE = pa.dictionary(pa.int32(), pa.string())
+_SLASH = scalar("/", pa.string())  # (a plain "/" would go through pa.scalar, which imports pandas)
 
 # -- the rules as regular expressions (RE2 syntax, shared by pyarrow and Python's re) ----------
 _EDGE_PREFIX = r"^edge_\d+_"
@@ -235,7 +236,7 @@ def _normalize(names: pa.Array) -> pa.Array:
 
 def _prefix(parts: pa.Array, k: int) -> pa.Array:
     """The first ``k`` components (joined) of each list of components."""
-    return pc.binary_join(pc.list_slice(parts, 0, k), "/")
+    return pc.binary_join(pc.list_slice(parts, 0, k), _SLASH)
 
 
 def _classify(norm: pa.Array) -> tuple[pa.Array, np.ndarray]:
@@ -316,7 +317,7 @@ def _forward_prefix_set(fwd_core: pa.Array) -> pa.Array:
     if len(fwd_core) == 0:
         return array([], pa.string())
     parts = pc.split_pattern(fwd_core, "/")
-    lengths = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+    lengths = to_numpy(pc.list_value_length(parts))
     chunks = []
     for k in range(1, int(lengths.max()) + 1):
         sel = lengths >= k
@@ -330,7 +331,7 @@ def _shorten_to_known(cand: pa.Array, fwd_core: pa.Array) -> pa.Array:
     if len(known) == 0 or len(cand) == 0:
         return cand
     parts = pc.split_pattern(cand, "/")
-    lengths = pc.fill_null(pc.list_value_length(parts), 0).to_numpy(zero_copy_only=False)
+    lengths = to_numpy(pc.list_value_length(parts), 0)
     best = np.zeros(len(cand), dtype=np.int64)
     for k in range(int(lengths.max()), 0, -1):
         todo = (lengths >= k) & (best == 0)
@@ -442,8 +443,8 @@ def add_name_columns(events: pa.Table) -> pa.Table:
 
 # -- grouped aggregation -----------------------------------------------------------------------
 def _event_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    start = pc.fill_null(events.column("start_ns"), 0).to_numpy().astype(np.int64, copy=False)
-    end = pc.fill_null(events.column("end_ns"), 0).to_numpy().astype(np.int64, copy=False)
+    start = to_numpy(events.column("start_ns"), 0).astype(np.int64, copy=False)
+    end = to_numpy(events.column("end_ns"), 0).astype(np.int64, copy=False)
     return start, np.maximum(end, start)
 
 
@@ -454,9 +455,9 @@ def _event_bytes(trace, events: pa.Table) -> np.ndarray:
     tensors = trace.tensors
     if tensors.num_rows == 0 or n == 0:
         return out
-    ids = pc.fill_null(tensors.column("event_id"), -1).to_numpy().astype(np.int64, copy=False)
-    b = pc.fill_null(tensors.column("requested_bytes"), 0).to_numpy().astype(np.int64, copy=False)
-    eids = pc.fill_null(events.column("event_id"), -1).to_numpy().astype(np.int64, copy=False)
+    ids = to_numpy(tensors.column("event_id"), -1).astype(np.int64, copy=False)
+    b = to_numpy(tensors.column("requested_bytes"), 0).astype(np.int64, copy=False)
+    eids = to_numpy(events.column("event_id"), -1).astype(np.int64, copy=False)
     if not np.array_equal(eids, np.arange(n)):  # event_id is the row number of a parsed trace
         order = np.argsort(eids, kind="stable")
         pos = np.searchsorted(eids[order], ids)
@@ -543,7 +544,7 @@ def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
             keys = pc.coalesce(info.forward_scope, keys)
         scope = _first_components(keys, int(depth))
         enc = pc.dictionary_encode(scope)
-        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = to_numpy(enc.indices).astype(np.int64)
         null_code = len(enc.dictionary)
         rows = info.gather(codes, null_code)
         groups.append(rows + offset)
@@ -555,7 +556,7 @@ def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
     group = np.concatenate(groups)
     # Equal scope strings from different chunks (or the null-name group "") merge into one row.
     enc = pc.dictionary_encode(keys)
-    remap = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    remap = to_numpy(enc.indices).astype(np.int64)
     group = remap[group]
     keep = np.ones(len(group), dtype=bool)
     table = _group_table("scope", enc.dictionary, group, keep, trace, events, with_total=True)
@@ -586,7 +587,7 @@ def towers(trace) -> pa.Table:
             match = pc.extract_regex(info.norm.take(array(idx)), _TOWER_RE)
             tower = _scatter(tower, idx, match.field("t"))
         enc = pc.dictionary_encode(tower)
-        codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = to_numpy(enc.indices, -1).astype(np.int64)
         rows = info.gather(codes, -1)
         rows = np.where(rows >= 0, rows + offset, -1)
         groups.append(rows)
@@ -600,7 +601,7 @@ def towers(trace) -> pa.Table:
     group = np.concatenate(groups)
     keep = group >= 0
     enc = pc.dictionary_encode(keys)
-    remap = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    remap = to_numpy(enc.indices).astype(np.int64)
     group = np.where(keep, remap[np.maximum(group, 0)], 0)
     table = _group_table("tower", enc.dictionary, group, keep, trace, events, with_total=False)
     names = table.column("tower").to_pylist()

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core
-from ._arrow import table_from_capsules
+from ._arrow import array, table_from_capsules
 from ._core import TraceFormatError
 from .replay import MemoryReplay, replay
 
@@ -313,7 +313,7 @@ class Trace:
     def window(self, start_ns: int, end_ns: int) -> pa.Array:
         """Ids (ascending) of the events active in ``[start_ns, end_ns)``: those with
         ``start_ns < end`` and ``start < end_ns``. Uses an interval index built once per trace."""
-        return pa.array(_core.window(self._core, int(start_ns), int(end_ns)), type=pa.int64())
+        return array(_core.window(self._core, int(start_ns), int(end_ns)), pa.int64())
 
     def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
         """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
