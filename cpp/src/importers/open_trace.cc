@@ -43,6 +43,16 @@ void ReleaseAsConsumed(const MappedFile& file, const char* begin, TraceBuilder& 
   });
 }
 
+// A WalkProgress that unmaps the pages of `file` a walk over its fields has passed.
+WalkProgress ReleaseWalked(const MappedFile& file) {
+  if (!file.is_mapped()) return {};
+  return [&file, from = size_t{0}](const uint8_t* passed) mutable {
+    const auto upto = static_cast<size_t>(reinterpret_cast<const char*>(passed) - file.data());
+    file.ReleaseConsumed(from, upto);
+    from = upto;
+  };
+}
+
 std::shared_ptr<TraceTables> NewTables(const std::string& format, size_t bytes) {
   auto tables = std::make_shared<TraceTables>();
   tables->format = format;
@@ -114,8 +124,10 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     const auto* data = reinterpret_cast<const uint8_t*>(begin);
     const std::string& kind = binary_kind;
     std::vector<BinaryUnit> units;
-    if (!PlanBinaryUnits(data, file.size(), kind, &units) || units.size() < 2) return nullptr;
-    file.ReleaseConsumed(0, file.size());  // the walk mapped the pages in (see ParseBinaryEitherKind)
+    if (!PlanBinaryUnits(data, file.size(), kind, &units, ReleaseWalked(file)) || units.size() < 2) {
+      return nullptr;
+    }
+    file.ReleaseConsumed(0, file.size());  // what the walk mapped last (see ParseBinaryEitherKind)
     bool any_device = false;
     for (const BinaryUnit& u : units) any_device = any_device || u.kind == BinaryUnit::kDeviceStepStats;
     if (!any_device) return nullptr;  // the sequential parse checks for known fields
@@ -184,10 +196,10 @@ std::string DetectFormat(const char* data, size_t size) {
 template <class Parse>
 std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
-  const std::string guess = DetectBinaryKind(bytes, file.size());
-  // That walk over the top-level fields mapped most of the file's pages in (the kernel maps a
-  // page's neighbours along with it); unmap them until the parse reaches them, or a binary
-  // dump would be resident whole at the start, on top of the columns' first pages.
+  const std::string guess = DetectBinaryKind(bytes, file.size(), ReleaseWalked(file));
+  // That walk over the top-level fields maps nearly every page it passes (the kernel maps a
+  // page's neighbours along with it). It unmapped them as it went, 32 MB at a time; unmap the
+  // rest until the parse reaches them, or they would stay resident on top of the columns.
   file.ReleaseConsumed(0, file.size());
   const std::string other = guess == "StepStats" ? "RunMetadata" : "StepStats";
   std::shared_ptr<TraceTables> first;
