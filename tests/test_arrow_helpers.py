@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -122,3 +123,62 @@ def test_open_events_info_and_queries_do_not_import_pandas():
     if last == "preloaded":
         pytest.skip("this environment imports pandas with pyarrow already")
     assert last == "0 False False False", out.stdout[-2000:]
+
+
+def _same_outcome(ours, theirs):
+    """Both calls give equal arrays, or both raise (the same kind of error)."""
+    try:
+        expected = theirs()
+    except Exception as e:  # noqa: BLE001 - whatever pyarrow raises, ours must raise too
+        with pytest.raises(type(e)):
+            ours()
+        return
+    got = ours()
+    assert got.type == expected.type
+    assert got.equals(expected)
+
+
+def test_array_agrees_with_pa_array_on_the_unusual_inputs():
+    cases = [
+        (np.array([1, 2, 3], dtype=">i4"), None, None),  # big-endian: not ours to read
+        (["a", None], pa.dictionary(pa.int32(), pa.string()), None),
+        (["a", None, "c"], pa.string(), np.array([False, False, True])),  # mask and None
+        (np.array([1 << 40, 1]), pa.int32(), np.array([True, False])),  # masked overflow
+        (np.array([np.nan, 2.0]), pa.int64(), np.array([True, False])),  # masked NaN
+        ([], None, None),  # null type
+        ([12], pa.string(), None),  # no coercion of ints to strings
+        (["12"], pa.int64(), None),  # nor of strings to ints
+        ([1, 2], pa.float64(), None),
+        (np.array([True, False]), pa.int8(), None),
+        ((), pa.string(), None),
+    ]
+    for values, type, mask in cases:
+        _same_outcome(partial(array, values, type, mask=mask), partial(pa.array, values, type, mask=mask))
+    with pytest.raises((pa.ArrowException, TypeError, ValueError)):
+        scalar(12, pa.string())
+
+
+def test_to_numpy_fill_must_fit_and_views_are_read_only():
+    with_nulls = pa.array([1, None, 3], pa.uint32())
+    for fill in (-1, 1 << 40, True):
+        try:
+            expected = pc.fill_null(with_nulls, fill).to_numpy()
+        except Exception as e:  # noqa: BLE001
+            with pytest.raises(type(e)):
+                to_numpy(with_nulls, fill)
+        else:
+            np.testing.assert_array_equal(to_numpy(with_nulls, fill), expected)
+    view = to_numpy(pa.array(np.arange(4, dtype=np.int64)))
+    with pytest.raises(ValueError):
+        view[0] = 99
+
+
+def test_name_info_gather_with_narrow_nullable_indices():
+    """Dictionary columns read back from elsewhere may have int8 indices; a null row must take
+    the fill value, not wrap around onto another entry."""
+    from tracecore.names import _NameInfo
+
+    names = pa.array([f"n{i}" for i in range(150)])
+    column = pa.DictionaryArray.from_arrays(pa.array([45, None, 3], pa.int8()), names)
+    info = _NameInfo(column)
+    assert list(info.gather(np.array([7, 8]), -1)) == [8, -1, 7]

@@ -388,3 +388,21 @@ def test_slow_open_shows_progress_on_a_terminal(monkeypatch: pytest.MonkeyPatch)
     head = r"\r\033\[Kparsing seed001_runmetadata\.pbtxt: 0\.3 MB"
     assert re.search(head + r"  1\.\d s  \(<= 0\.3 MB/s\)", text)  # while parsing
     assert re.search(head + r" done in 1\.\d s \(0\.\d MB/s\)\n$", text)  # the final line
+
+
+def test_device_summary_spans_take_extreme_times_as_values(tmp_path):
+    """A device's span runs from its first start to its last end, whatever those values are:
+    INT64_MAX nanoseconds is a legal start, not a marker for "no events"."""
+    path = tmp_path / "edge.pbtxt"
+    path.write_text(
+        'dev_stats { device: "/device:CPU:0" node_stats { node_name: "a" all_start_micros: 1000 '
+        'all_end_rel_micros: 5 } }\n'
+        'dev_stats { device: "/device:CPU:0" node_stats { node_name: "b" '
+        "all_start_nanos: 9223372036854775807 } }\n"
+    )
+    t = tracecore.open(path)
+    assert t.events.column("start_ns").to_pylist() == [1_000_000, 2**63 - 1]
+    (row,) = cli.device_summary(t)
+    assert row["device"] == "/device:CPU:0"
+    assert row["blocks"] == 2 and row["events"] == 2
+    assert row["span_ns"] == 2**63 - 1 - 1_000_000

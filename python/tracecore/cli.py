@@ -128,22 +128,31 @@ def device_summary(trace: Trace) -> list[dict[str, Any]]:
     if events.num_rows:
         # First start and last end per device block, in numpy (a group_by would import
         # pandas through pyarrow.dataset: 0.2 s, more than the rest of `info --sample`).
-        big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
         block = to_numpy(events.column("device_index"), -1).astype(np.int64)
         n_blocks = int(block.max()) + 1
-        lo = np.full(n_blocks + 1, big, dtype=np.int64)
-        hi = np.full(n_blocks + 1, small, dtype=np.int64)
-        np.minimum.at(lo, block, to_numpy(events.column("start_ns"), big))
-        np.maximum.at(hi, block, to_numpy(events.column("end_ns"), small))
+
+        def per_block(name: str, reduce: np.ufunc) -> tuple[np.ndarray, np.ndarray]:
+            """reduce of the non-null values per block, and which blocks have any."""
+            column = events.column(name)
+            rows = (block >= 0) & to_numpy(pc.is_valid(column), False)
+            keys, values = block[rows], to_numpy(column, 0)[rows]
+            present, first_at = np.unique(keys, return_index=True)
+            out = np.zeros(n_blocks, dtype=np.int64)
+            out[present] = values[first_at]  # seeded with a real value: no sentinel
+            reduce.at(out, keys, values)
+            seen = np.zeros(n_blocks, dtype=bool)
+            seen[present] = True
+            return out, seen
+
+        lo, has_lo = per_block("start_ns", np.minimum)
+        hi, has_hi = per_block("end_ns", np.maximum)
         index_to_device = dict(
             zip(occupancy["device_index"].to_pylist(), occupancy["device"].to_pylist())
         )
         first: dict[str, int] = {}
         last: dict[str, int] = {}
-        for index in np.unique(block[block >= 0]).tolist():
+        for index in np.flatnonzero(has_lo & has_hi).tolist():
             start, end = int(lo[index]), int(hi[index])
-            if start == big or end == small:
-                continue
             device = index_to_device[index]
             first[device] = min(first.get(device, start), start)
             last[device] = max(last.get(device, end), max(end, start))

@@ -374,7 +374,7 @@ def _indices(chunk: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray | None]:
     ind = chunk.indices
     if ind.null_count == 0:
         return to_numpy(ind), None
-    arr = to_numpy(ind, 0)
+    arr = to_numpy(ind, 0).astype(np.int64)  # wide enough for gather's null marker (size)
     return arr, _mask(pc.is_valid(ind))
 
 
