@@ -100,13 +100,22 @@ class TraceBuilder {
     const size_t n = s.size();
     if (n < 8) return t_.pool.Intern(s);
     const char* d = s.data();
-    uint64_t k = n;
-    uint64_t w;
-    for (size_t i = 0; i + 8 < n; i += 8) {
+    // Two independent folds (even and odd words), so the dependency chain is half as long.
+    uint64_t k = n, k2 = 0;
+    uint64_t w, w2;
+    size_t i = 0;
+    for (; i + 16 < n; i += 16) {
+      std::memcpy(&w, d + i, 8);
+      std::memcpy(&w2, d + i + 8, 8);
+      k = ((k << 7) | (k >> 57)) ^ w;
+      k2 = ((k2 << 7) | (k2 >> 57)) ^ w2;
+    }
+    if (i + 8 < n) {
       std::memcpy(&w, d + i, 8);
       k = ((k << 7) | (k >> 57)) ^ w;
     }
     std::memcpy(&w, d + n - 8, 8);
+    k ^= (k2 << 29) | (k2 >> 35);
     k = (((k << 7) | (k >> 57)) ^ w) * 0x9E3779B97F4A7C15ull;
     uint32_t& cached = node_names_[k >> (64 - kNodeNameBits)];
     if (cached != StringPool::kInvalidUtf8 && StringPool::Equal(t_.pool.Get(cached), s)) return cached;
