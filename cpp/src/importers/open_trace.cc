@@ -35,22 +35,17 @@ void RunChunks(size_t n, const Fn& fn) {
   ForEachOnThreads(n, n, [&](size_t i, size_t) { fn(i); });
 }
 
-// Gives a builder that parses [begin, ...) of `file` the means to release consumed pages.
-void ReleaseAsConsumed(const MappedFile& file, const char* begin, TraceBuilder& builder) {
-  if (!file.is_mapped()) return;
-  builder.SetReleaser(begin, [&file](const char* from, const char* to) {
+// Releases pages of `file` (nothing when it is not mapped): for ReleaseBehind.
+ReleaseBehind::Release FileRelease(const MappedFile& file) {
+  if (!file.is_mapped()) return {};
+  return [&file](const char* from, const char* to) {
     file.ReleaseConsumed(static_cast<size_t>(from - file.data()), static_cast<size_t>(to - file.data()));
-  });
+  };
 }
 
-// A WalkProgress that unmaps the pages of `file` a walk over its fields has passed.
-WalkProgress ReleaseWalked(const MappedFile& file) {
-  if (!file.is_mapped()) return {};
-  return [&file, from = size_t{0}](const uint8_t* passed) mutable {
-    const auto upto = static_cast<size_t>(reinterpret_cast<const char*>(passed) - file.data());
-    file.ReleaseConsumed(from, upto);
-    from = upto;
-  };
+// Gives a builder that parses [begin, ...) of `file` the means to release consumed pages.
+void ReleaseAsConsumed(const MappedFile& file, const char* begin, TraceBuilder& builder) {
+  builder.SetReleaser(begin, FileRelease(file));
 }
 
 std::shared_ptr<TraceTables> NewTables(const std::string& format, size_t bytes) {
@@ -124,7 +119,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     const auto* data = reinterpret_cast<const uint8_t*>(begin);
     const std::string& kind = binary_kind;
     std::vector<BinaryUnit> units;
-    if (!PlanBinaryUnits(data, file.size(), kind, &units, ReleaseWalked(file)) || units.size() < 2) {
+    if (!PlanBinaryUnits(data, file.size(), kind, &units, FileRelease(file)) || units.size() < 2) {
       return nullptr;
     }
     file.ReleaseConsumed(0, file.size());  // what the walk mapped last (see ParseBinaryEitherKind)
@@ -196,7 +191,7 @@ std::string DetectFormat(const char* data, size_t size) {
 template <class Parse>
 std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
-  const std::string guess = DetectBinaryKind(bytes, file.size(), ReleaseWalked(file));
+  const std::string guess = DetectBinaryKind(bytes, file.size(), FileRelease(file));
   // That walk over the top-level fields maps nearly every page it passes (the kernel maps a
   // page's neighbours along with it). It unmapped them as it went, 32 MB at a time; unmap the
   // rest until the parse reaches them, or they would stay resident on top of the columns.

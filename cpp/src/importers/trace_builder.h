@@ -12,6 +12,7 @@
 #include <functional>
 #include <string_view>
 
+#include "io/release_behind.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore {
@@ -180,18 +181,12 @@ class TraceBuilder {
 
   void CountUnknownField() { ++t_.unknown_fields; }
 
-  // Input pages before `pos` are no longer needed: every N MB they are handed to `release`
-  // (which drops them from the resident set), so a multi-GB mapped dump does not stay resident.
-  void SetReleaser(const char* begin, std::function<void(const char*, const char*)> release) {
-    released_ = begin;
-    release_ = std::move(release);
+  // Input pages before `pos` are no longer needed: every 8 MB they are handed to `release`
+  // (see ReleaseBehind), so a multi-GB mapped dump does not stay resident.
+  void SetReleaser(const char* begin, ReleaseBehind::Release release) {
+    releaser_ = ReleaseBehind(begin, std::move(release), kReleaseStep);
   }
-  void Consumed(const char* pos) {
-    if (release_ && pos - released_ >= kReleaseStep) {
-      release_(released_, pos);
-      released_ = pos;
-    }
-  }
+  void Consumed(const char* pos) { releaser_.Passed(pos); }
 
   // Reserves column capacity for an input of `bytes` (a guess from typical dumps; columns still
   // grow past it). Untouched capacity costs address space, not memory.
@@ -210,8 +205,7 @@ class TraceBuilder {
   int64_t next_event_id_ = 0;
   uint32_t dtype_ids_[256] = {};
   static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{8} << 20;
-  const char* released_ = nullptr;
-  std::function<void(const char*, const char*)> release_;
+  ReleaseBehind releaser_;
   struct RecentName {
     uint32_t id = StringPool::kInvalidUtf8;
   };

@@ -462,22 +462,11 @@ struct Probe {
   }
 };
 
-// Reports a walk's progress to a WalkProgress every kWalkStep bytes.
-class WalkReporter {
- public:
-  WalkReporter(const WalkProgress& progress, const uint8_t* begin) : progress_(progress), last_(begin) {}
-  void At(const uint8_t* p) {
-    if (progress_ && p - last_ >= kWalkStep) {
-      progress_(p);
-      last_ = p;
-    }
-  }
-
- private:
-  static constexpr ptrdiff_t kWalkStep = ptrdiff_t{32} << 20;
-  const WalkProgress& progress_;
-  const uint8_t* last_;
-};
+// What a planning walk over `data` has passed, released every 32 MB.
+ReleaseBehind WalkRelease(const uint8_t* data, const ReleaseBehind::Release& release) {
+  return ReleaseBehind(reinterpret_cast<const char*>(data), release, ptrdiff_t{32} << 20);
+}
+inline const char* Chars(const uint8_t* p) { return reinterpret_cast<const char*>(p); }
 
 // True if `m` parses as a message whose fields 1..3 are length-delimited (the shape of a
 // DeviceStepStats; other field numbers are unknown fields of any wire type).
@@ -495,15 +484,16 @@ bool LooksLikeDeviceStepStats(Bytes m) {
 
 }  // namespace
 
-std::string DetectBinaryKind(const uint8_t* data, size_t size, const WalkProgress& progress) {
+std::string DetectBinaryKind(const uint8_t* data, size_t size,
+                             const ReleaseBehind::Release& release_walked) {
   uint32_t field, wt;
   Bytes payload;
   // Any of RunMetadata's cost_graph, partition_graphs, function_graphs, session_metadata at the
   // top level decides it (a StepStats has only field 1).
-  WalkReporter report(progress, data);
+  ReleaseBehind walked = WalkRelease(data, release_walked);
   for (Probe top{data, data + size}; top.p < top.end && top.Next(&field, &wt, &payload);) {
     if (wt == kLengthDelimited && field >= 2 && field <= 5) return "RunMetadata";
-    report.At(top.p);
+    walked.Passed(Chars(top.p));
   }
   Probe top{data, data + size};
   while (top.p < top.end && top.Next(&field, &wt, &payload)) {
@@ -527,12 +517,12 @@ std::string DetectBinaryKind(const uint8_t* data, size_t size, const WalkProgres
 }
 
 bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
-                     std::vector<BinaryUnit>* units, const WalkProgress& progress) {
+                     std::vector<BinaryUnit>* units, const ReleaseBehind::Release& release_walked) {
   units->clear();
   Probe top{data, data + size};
-  WalkReporter report(progress, data);
+  ReleaseBehind walked = WalkRelease(data, release_walked);
   while (top.p < top.end) {
-    report.At(top.p);
+    walked.Passed(Chars(top.p));
     const uint8_t* field_begin = top.p;
     uint32_t field, wt;
     Bytes payload;
@@ -545,7 +535,7 @@ bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
       }
       Probe inner{payload_begin, payload_begin + payload.size()};
       while (inner.p < inner.end) {
-        report.At(inner.p);
+        walked.Passed(Chars(inner.p));
         const uint8_t* inner_begin = inner.p;
         uint32_t f2, wt2;
         Bytes p2;

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,15 +11,15 @@
 
 namespace tracecore {
 
-// Told, every 32 MB or so, how far a walk over the top-level fields has got: the walks below
-// read one field header every few KB, and the kernel maps a faulting page's neighbours along
-// with it, so without this a walk would map nearly the whole file before the parse starts.
-// The caller unmaps what lies before `passed`.
-using WalkProgress = std::function<void(const uint8_t* passed)>;
+// The two walks below (DetectBinaryKind, PlanBinaryUnits) read one field header every few KB,
+// and the kernel maps a faulting page's neighbours along with it, so a walk maps nearly every
+// page it passes. Given `release_walked` (see ReleaseBehind), they hand it what they have
+// passed every 32 MB.
 
 // "StepStats" or "RunMetadata": binary dumps carry no marker, so this looks one level into
 // field 1 (see docs). Never throws; malformed input is left for the parser to report.
-std::string DetectBinaryKind(const uint8_t* data, size_t size, const WalkProgress& progress = {});
+std::string DetectBinaryKind(const uint8_t* data, size_t size,
+                             const ReleaseBehind::Release& release_walked = {});
 
 // A unit of parallel work: a DeviceStepStats payload, or one whole field (key and value) of a
 // StepStats body or of a RunMetadata, in file order.
@@ -34,7 +33,8 @@ struct BinaryUnit {
 // Walks the top two levels of a dump by their length prefixes. Returns false on malformed
 // structure (the sequential parse then reports it).
 bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
-                     std::vector<BinaryUnit>* units, const WalkProgress& progress = {});
+                     std::vector<BinaryUnit>* units,
+                     const ReleaseBehind::Release& release_walked = {});
 
 // Parses units [first, last) into `builder` (offsets in errors stay relative to `data`).
 void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const BinaryUnit* last,
