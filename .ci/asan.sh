@@ -12,7 +12,8 @@
 #     give TraceFormatError or a parse, never SIGBUS;
 #  3b. runs radix_sort_check: the queries' radix sort against std::stable_sort,
 #      varint_check: the binary parser's varint fast paths against a plain decoder, and
-#      string_equal_check: the string pool's wide compares against a plain one;
+#      string_equal_check: the string pool's wide compares against a plain one,
+#      column_arena_check: the column arena's slabs (layout, page release, unmapping, threads);
 #  4. runs a short fuzz campaign (TRACECORE_ASAN_FUZZ_SECONDS per target, default 25, targets
 #     text binary queries auto: about 2 minutes) with fuzz/run_fuzz.sh;
 #  5. optionally (TRACECORE_ASAN_PYTEST=1) builds the Python extension with
@@ -94,6 +95,8 @@ step "varint_check (varint fast paths against a plain decoder)" \
   "$build/varint_check"
 step "string_equal_check (the string pool's wide compares against a plain one)" \
   "$build/string_equal_check"
+step "column_arena_check (the column arena's slabs: layout, release, unmapping, threads)" \
+  "$build/column_arena_check"
 # Bounded: each target stops after fuzz_seconds; run_fuzz.sh exits 1 on any finding.
 step "short fuzz campaign (${fuzz_seconds}s per target)" \
   fuzz/run_fuzz.sh -t "$fuzz_seconds" -b "$build" -s "$repo" -o "$build/campaign" text binary queries auto

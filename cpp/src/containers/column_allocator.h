@@ -1,10 +1,21 @@
 // The allocator of table columns. Page faults, not parsing, were a third of the time of a
-// binary parse on our 2-core VM: a fresh 4 KB page costs about as much as writing 8 KB there.
-// So column buffers of 2 MB and more are mapped on their own, 2 MB-aligned, and their whole
-// 2 MB pages are offered to the kernel as transparent huge pages (one fault per 2 MB). The
-// part of a buffer past its last whole 2 MB page keeps 4 KB pages, so a huge page is never
-// touched beyond the buffer's capacity: what a column can waste is bounded by its unused
-// reserve. Smaller buffers, and every buffer off Linux, come from operator new.
+// binary parse on our 2-core VM: a fresh 4 KB page costs about as much as writing 8 KB there
+// (1.6 us per page written through, against 0.6 us per 4 KB of a transparent huge page). So:
+//
+//  - Buffers of 2 MB and more are mapped on their own, 2 MB-aligned, and their whole 2 MB
+//    pages are offered to the kernel as transparent huge pages (one fault per 2 MB). The part
+//    of a buffer past its last whole 2 MB page keeps 4 KB pages, so a huge page is never
+//    touched beyond the buffer's capacity: what a column can waste is bounded by its unused
+//    reserve.
+//  - Buffers from 128 KB to 2 MB (glibc would map each of them on its own, 4 KB pages) are
+//    carved, while a ColumnArena is active on the allocating thread (a sequential parse), out
+//    of shared slabs of huge pages: back to back, so the huge pages hold no gaps but the
+//    columns' own unused reserve, which becomes resident. On the 200 MB text dump and its
+//    75 MB binary form: 1,300-1,400 page faults per parse instead of 6,600-6,700, 4-5 ms less
+//    per parse, tables 6 MB (a tenth) larger in memory.
+//    A slab is unmapped when its last buffer is freed. Outside an arena they come from
+//    operator new.
+//  - Smaller buffers, and every buffer off Linux, come from operator new.
 #pragma once
 
 #include <cstddef>
@@ -24,8 +35,16 @@ namespace column_memory {
 
 constexpr size_t kHuge = kHugePageBytes;
 constexpr size_t kPage = 4096;  // mappings are rounded to it (the kernel rounds to its own)
+// Buffers from here up to kHuge are "mid-size": carved from an arena's slabs when one is active.
+constexpr size_t kMidMin = size_t{128} << 10;
+// Before every mid-size buffer: which slab it lives in (none for operator new). Keeps the
+// buffer 64-byte aligned, as Arrow recommends.
+constexpr size_t kMidHeader = 64;
 
 inline size_t MappedBytes(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
+
+void* AllocateMid(size_t bytes);
+void FreeMid(void* p, size_t bytes) noexcept;
 
 inline void* Allocate(size_t bytes) {
 #if defined(__linux__)
@@ -45,6 +64,7 @@ inline void* Allocate(size_t bytes) {
     AdviseHugePages(reinterpret_cast<void*>(aligned), bytes, kHuge);  // whole 2 MB pages only
     return reinterpret_cast<void*>(aligned);
   }
+  if (bytes >= kMidMin) return AllocateMid(bytes);
 #endif
   return ::operator new(bytes);
 }
@@ -55,11 +75,35 @@ inline void Free(void* p, size_t bytes) noexcept {
     munmap(p, MappedBytes(bytes));
     return;
   }
+  if (bytes >= kMidMin) return FreeMid(p, bytes);
 #endif
   ::operator delete(p);
 }
 
+struct Slab;
+
 }  // namespace column_memory
+
+// While alive, mid-size column buffers allocated on this thread come from this arena's slabs
+// (see above); the TraceBuilder of a sequential parse holds one. Buffers outlive the arena:
+// each slab is unmapped when its last buffer is freed, on any thread.
+class ColumnArena {
+ public:
+  // `enabled` false: an arena that changes nothing (the thread keeps its current one, if any).
+  explicit ColumnArena(bool enabled = true);
+  ~ColumnArena();
+  ColumnArena(const ColumnArena&) = delete;
+  ColumnArena& operator=(const ColumnArena&) = delete;
+
+  // `bytes` from the current slab (a new one when it is full), after a kMidHeader naming the
+  // slab; null when no slab can be mapped.
+  void* Allocate(size_t bytes);
+
+ private:
+  column_memory::Slab* slab_ = nullptr;
+  ColumnArena* previous_;
+  bool enabled_;
+};
 
 template <class T>
 struct ColumnAllocator {

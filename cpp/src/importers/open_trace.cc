@@ -93,7 +93,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       const char* start = i == 0 ? begin : splits[i - 1];
       const char* stop = i + 1 == n ? nullptr : splits[i];
       parts[i] = std::make_unique<TraceTables>();
-      TraceBuilder builder(*parts[i]);
+      TraceBuilder builder(*parts[i], false);
       // The first chunk's columns become the merged ones: room for the whole input (address
       // space only until written), so the merge appends the others in place.
       builder.Reserve(i == 0 ? file.size() : static_cast<size_t>((stop ? stop : end) - start), true);
@@ -143,7 +143,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     parts.resize(n);
     RunChunks(n, [&](size_t i) {
       parts[i] = std::make_unique<TraceTables>();
-      TraceBuilder builder(*parts[i]);
+      TraceBuilder builder(*parts[i], false);
       const BinaryUnit* first = units.data() + cuts[i];
       const BinaryUnit* last = units.data() + cuts[i + 1];
       builder.Reserve(i == 0 ? file.size() : static_cast<size_t>(last[-1].end - first->begin), false);  // as above

@@ -54,7 +54,7 @@ bool DeriveOp(std::string_view label, bool has_label, std::string_view node_name
 
 }  // namespace
 
-TraceBuilder::TraceBuilder(TraceTables& out) : t_(out) {
+TraceBuilder::TraceBuilder(TraceTables& out, bool arena) : arena_(arena), t_(out) {
   std::fill(std::begin(node_names_), std::end(node_names_), StringPool::kInvalidUtf8);
 }
 

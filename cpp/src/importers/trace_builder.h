@@ -78,7 +78,11 @@ struct GraphNodeFields {
 
 class TraceBuilder {
  public:
-  explicit TraceBuilder(TraceTables& out);
+  // `arena`: whether its mid-size columns share huge pages (see ColumnArena). Not for the
+  // chunks of a parallel parse: the first reserves room for the whole input, which huge pages
+  // would make resident at its first write, and the others' columns are freed one by one
+  // during the merge (measured: two threads no faster, peak RSS 8 MB higher at 200 MB).
+  explicit TraceBuilder(TraceTables& out, bool arena = true);
 
   TraceTables& tables() { return t_; }
 
@@ -200,6 +204,8 @@ class TraceBuilder {
   uint32_t OpFor(const EventFields& f, uint32_t label);
   uint32_t LabelFor(const EventFields& f);
 
+  // While the builder lives, mid-size columns allocated on its thread share huge pages.
+  ColumnArena arena_;
   TraceTables& t_;
   std::string label_;
   int64_t next_event_id_ = 0;
