@@ -14,6 +14,7 @@
 // write past a buffer's capacity is reported); exits non-zero on the first failed check.
 //
 //   column_arena_check [seed]
+#include <atomic>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -32,7 +33,7 @@ namespace {
 using tracecore::Column;
 using tracecore::ColumnArena;
 
-int failures = 0;
+std::atomic<int> failures{0};
 
 void Check(bool ok, const char* what) {
   if (!ok) {

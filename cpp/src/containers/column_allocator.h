@@ -85,8 +85,9 @@ struct Slab;
 }  // namespace column_memory
 
 // While alive, mid-size column buffers allocated on this thread come from this arena's slabs
-// (see above); the TraceBuilder of a sequential parse holds one. Buffers outlive the arena:
-// each slab is unmapped when its last buffer is freed, on any thread.
+// (see above); the TraceBuilder of a sequential parse holds one. Arenas nest: each is created
+// and destroyed on one thread, inner ones first. Buffers outlive the arena: each slab is
+// unmapped when its last buffer is freed, on any thread.
 class ColumnArena {
  public:
   // `enabled` false: an arena that changes nothing (the thread keeps its current one, if any).
@@ -96,7 +97,7 @@ class ColumnArena {
   ColumnArena& operator=(const ColumnArena&) = delete;
 
   // `bytes` from the current slab (a new one when it is full), after a kMidHeader naming the
-  // slab; null when no slab can be mapped.
+  // slab; null when no slab can be mapped. Called by AllocateMid for the thread's active arena.
   void* Allocate(size_t bytes);
 
  private:

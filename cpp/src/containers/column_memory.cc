@@ -1,5 +1,6 @@
 // Mid-size column buffers: ColumnArena's slabs (see column_allocator.h).
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <new>
 
@@ -31,7 +32,10 @@ namespace column_memory {
 constexpr size_t kSlabBytes = size_t{32} << 20;
 constexpr size_t kAlign = 64;
 constexpr size_t kSlabPages = kSlabBytes / kHuge;
+struct Slab;
 
+// Lives in the first bytes of its own mapping (nothing on the heap to leak, or for LeakSanitizer
+// to miss: a slab outliving its arena is reachable only from its buffers' headers).
 struct Slab {
   char* base = nullptr;
   size_t used = 0;  // bump offset; only the arena that owns the slab moves it
@@ -44,6 +48,9 @@ struct Slab {
   // go, not only with the slab's last buffer.
   std::atomic<uint32_t> page_refs[kSlabPages];
 };
+
+// Where a slab's first buffer starts: after the Slab itself.
+constexpr size_t kSlabHeader = (sizeof(Slab) + kAlign - 1) & ~(kAlign - 1);
 
 namespace {
 
@@ -89,15 +96,13 @@ Slab* NewSlab() {
   if (end > aligned + kSlabBytes) munmap(reinterpret_cast<void*>(aligned + kSlabBytes), end - aligned - kSlabBytes);
   char* base = reinterpret_cast<char*>(aligned);
   AdviseHugePages(base, kSlabBytes, kHuge);
-  Slab* slab = new (std::nothrow) Slab;
-  if (slab == nullptr) {
-    munmap(base, kSlabBytes);
-    return nullptr;
-  }
+  Slab* slab = new (base) Slab;
   slab->base = base;
+  slab->used = kSlabHeader;
   for (auto& page : slab->page_refs) page.store(0, std::memory_order_relaxed);
+  RefPages(slab, 0, kSlabHeader);  // never dropped: the slab's first page holds the Slab
   HoldOpenPage(slab);
-  TRACECORE_POISON(base, kSlabBytes);
+  TRACECORE_POISON(base + kSlabHeader, kSlabBytes - kSlabHeader);
   return slab;
 #else
   return nullptr;
@@ -107,10 +112,11 @@ Slab* NewSlab() {
 void Unref(Slab* slab) noexcept {
   if (slab->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
 #if defined(__linux__)
-  TRACECORE_UNPOISON(slab->base, kSlabBytes);
-  munmap(slab->base, kSlabBytes);
+  char* base = slab->base;
+  slab->~Slab();
+  TRACECORE_UNPOISON(base, kSlabBytes);
+  munmap(base, kSlabBytes);
 #endif
-  delete slab;
 }
 
 }  // namespace
@@ -147,6 +153,8 @@ ColumnArena::ColumnArena(bool enabled) : previous_(column_memory::active), enabl
 
 ColumnArena::~ColumnArena() {
   if (!enabled_) return;
+  // Arenas nest, each created and destroyed on one thread (TraceBuilders on the stack).
+  assert(column_memory::active == this);
   column_memory::active = previous_;
   if (slab_ != nullptr) {
     column_memory::DropOpenPage(slab_);
