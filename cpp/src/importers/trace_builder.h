@@ -11,31 +11,58 @@
 #include <string>
 #include <functional>
 #include <string_view>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "io/release_behind.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore {
 
+// Zeroes a record of scalar fields with plain 16-byte stores. Value-initialising the 128 bytes
+// of EventFields compiled to `rep stosq` (GCC's generic tuning, for 33 to 8192 bytes), whose
+// start-up cost took about 2% of a binary parse: one per event. The zero goes through an empty
+// asm so that the stores are not merged back into a memset.
+template <class T>
+inline void ZeroRecord(T* record) {
+  static_assert(std::is_trivially_copyable_v<T>, "records are zeroed as bytes");
+  char* p = reinterpret_cast<char*>(record);
+  size_t i = 0;
+#if defined(__SSE2__) && defined(__GNUC__)
+  __m128i zero = _mm_setzero_si128();
+  asm("" : "+x"(zero));
+  for (; i + 16 <= sizeof(T); i += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), zero);
+#endif
+  if (i < sizeof(T)) std::memset(p + i, 0, sizeof(T) - i);
+}
+
+// An event's scalar fields; all zero (the protobuf defaults; node_name 0 is StringPool's "")
+// when constructed.
 struct EventFields {
-  uint32_t node_name = StringPool::kEmptyId;
-  bool has_label = false;
+  EventFields() { ZeroRecord(this); }
+
+  uint32_t node_name;
+  bool has_label;
   // Points into the input, or into TraceBuilder::label_scratch() when it had to be unescaped.
   std::string_view label;
-  int64_t all_start_micros = 0;
-  int64_t op_start_rel_micros = 0;
-  int64_t op_end_rel_micros = 0;
-  int64_t all_end_rel_micros = 0;
-  int64_t scheduled_micros = 0;
-  int64_t all_start_nanos = 0;
-  int64_t op_start_rel_nanos = 0;
-  int64_t op_end_rel_nanos = 0;
-  int64_t all_end_rel_nanos = 0;
-  int64_t scheduled_nanos = 0;
-  uint32_t thread_id = 0;
-  int64_t temp_memory_size = 0;
-  int64_t persistent_memory_size = 0;
+  int64_t all_start_micros;
+  int64_t op_start_rel_micros;
+  int64_t op_end_rel_micros;
+  int64_t all_end_rel_micros;
+  int64_t scheduled_micros;
+  int64_t all_start_nanos;
+  int64_t op_start_rel_nanos;
+  int64_t op_end_rel_nanos;
+  int64_t all_end_rel_nanos;
+  int64_t scheduled_nanos;
+  uint32_t thread_id;
+  int64_t temp_memory_size;
+  int64_t persistent_memory_size;
 };
+static_assert(StringPool::kEmptyId == 0, "EventFields zeroes node_name to the empty string");
 
 struct TensorFields {
   int32_t slot = 0;
