@@ -64,16 +64,20 @@ struct EventFields {
 };
 static_assert(StringPool::kEmptyId == 0, "EventFields zeroes node_name to the empty string");
 
+// A tensor's scalar fields (an output's, or an allocation description's); all zero when
+// constructed, as EventFields.
 struct TensorFields {
-  int32_t slot = 0;
-  int32_t dtype = 0;
-  bool unknown_rank = false;
-  int64_t requested_bytes = 0;
-  int64_t allocated_bytes = 0;
-  uint32_t allocator = StringPool::kEmptyId;
-  int64_t allocation_id = 0;
-  uint64_t ptr = 0;
-  bool has_single_reference = false;
+  TensorFields() { ZeroRecord(this); }
+
+  int32_t slot;
+  int32_t dtype;
+  bool unknown_rank;
+  int64_t requested_bytes;
+  int64_t allocated_bytes;
+  uint32_t allocator;  // 0: StringPool's ""
+  int64_t allocation_id;
+  uint64_t ptr;
+  bool has_single_reference;
 };
 
 struct AllocationFields {
