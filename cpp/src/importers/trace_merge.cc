@@ -6,6 +6,7 @@
 #include <iterator>
 #include <utility>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/parallel.h"
 
@@ -126,15 +127,15 @@ class Merger {
   // Row references shifted by the rows of the parts before: events, device blocks, graphs.
   template <class Get>
   void EventIds(Get get) {
-    Map(get, [this](size_t k, int64_t v) { return v + event_base_[k]; });
+    Shifted(get, event_base_);
   }
   template <class Get>
   void DeviceIds(Get get) {
-    Map(get, [this](size_t k, int32_t v) { return static_cast<int32_t>(v + device_base_[k]); });
+    Shifted(get, device_base_);
   }
   template <class Get>
   void GraphIds(Get get) {
-    Map(get, [this](size_t k, int32_t v) { return static_cast<int32_t>(v + graph_base_[k]); });
+    Shifted(get, graph_base_);
   }
   // List columns (ListColumn, StringColumn, ListStringColumn): offsets and values together.
   template <class Get>
@@ -156,6 +157,13 @@ class Merger {
     size_t total = get(out_).size();
     for (size_t k = 1; k < parts_.size(); ++k) total += get(*parts_[k]).size();
     return total;
+  }
+
+  // Values of part k plus base[k] (the bases fit the column's type: checked in the constructor).
+  template <class Get>
+  void Shifted(Get get, const std::vector<int64_t>& base) {
+    using T = typename std::decay_t<decltype(get(out_))>::value_type;
+    Map(get, [&base](size_t k, T v) { return static_cast<T>(v + base[k]); });
   }
 
   template <class Get, class Fn>

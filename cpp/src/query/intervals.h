@@ -25,6 +25,19 @@ inline int64_t CheckedSub(int64_t a, int64_t b, const char* what) {
   return r;
 }
 
+// Calls fn(device_index, first, last) for each device block's event range (blocks are
+// contiguous in file order; empty blocks get first == last).
+template <class Fn>
+void ForEachBlock(const TraceTables& t, Fn&& fn) {
+  size_t pos = 0;
+  for (size_t d = 0; d < t.devices.size(); ++d) {
+    const size_t n = static_cast<size_t>(t.devices.n_events[d]);
+    fn(static_cast<int32_t>(d), pos, pos + n);
+    pos += n;
+  }
+  if (pos != t.events.size()) throw std::logic_error("device blocks do not cover the events");
+}
+
 struct Interval {
   int64_t start;
   int64_t end;

@@ -9,20 +9,6 @@
 namespace tracecore::query {
 namespace {
 
-// Calls fn(device_index, first, last) for each device block's event range (blocks are
-// contiguous in file order; empty blocks get first == last).
-template <class Fn>
-void ForEachBlock(const TraceTables& t, Fn&& fn) {
-  const EventTable& e = t.events;
-  size_t pos = 0;
-  for (size_t d = 0; d < t.devices.size(); ++d) {
-    const size_t n = static_cast<size_t>(t.devices.n_events[d]);
-    fn(static_cast<int32_t>(d), pos, pos + n);
-    pos += n;
-  }
-  if (pos != e.size()) throw std::logic_error("device blocks do not cover the events");
-}
-
 // Max over instants t of #{start <= t < end} + #{start == end == t}, for items sorted by start.
 int64_t MaxConcurrency(const std::vector<Interval>& s, std::vector<int64_t>* ends,
                        std::vector<int64_t>* scratch) {

@@ -66,13 +66,9 @@ PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* rig
   // so its ids are too), or everything at once.
   std::vector<std::pair<size_t, size_t>> ranges;
   if (same_device) {
-    size_t first = 0;
-    while (first < e.size()) {
-      size_t last = first + 1;
-      while (last < e.size() && e.device_index[last] == e.device_index[first]) ++last;
-      ranges.emplace_back(first, last);
-      first = last;
-    }
+    ForEachBlock(t, [&](int32_t, size_t first, size_t last) {
+      if (last > first) ranges.emplace_back(first, last);
+    });
   } else if (e.size() > 0) {
     ranges.emplace_back(0, e.size());
   }
