@@ -58,7 +58,9 @@ class BinaryParser {
   int32_t Int32(const uint8_t*& p, const uint8_t* end) {
     return static_cast<int32_t>(static_cast<uint32_t>(r_.Varint(p, end)));
   }
-  Bytes Sub(const uint8_t*& p, const uint8_t* end) { return r_.LengthDelimited(p, end); }
+  __attribute__((always_inline)) Bytes Sub(const uint8_t*& p, const uint8_t* end) {
+    return r_.LengthDelimited(p, end);
+  }
   Bytes String(const uint8_t*& p, const uint8_t* end) {
     const uint8_t* at = p;
     const Bytes s = r_.LengthDelimited(p, end);
@@ -66,7 +68,8 @@ class BinaryParser {
     return s;
   }
   // `repeated`: for names that repeat record after record (allocators, devices).
-  uint32_t Intern(const uint8_t*& p, const uint8_t* end, bool repeated = false) {
+  __attribute__((always_inline)) uint32_t Intern(const uint8_t*& p, const uint8_t* end,
+                                                 bool repeated = false) {
     const uint8_t* at = p;
     const Bytes s = r_.LengthDelimited(p, end);
     const uint32_t id = repeated ? b_.InternRepeated(s) : b_.pool().Intern(s);
