@@ -47,6 +47,8 @@ struct EventFields {
   uint32_t node_name;
   bool has_label;
   // Points into the input, or into TraceBuilder::label_scratch() when it had to be unescaped.
+  // Zeroed bytes are {nullptr, 0}: an empty view in libstdc++ and libc++ (not a standard
+  // guarantee; has_label, not label, says whether there is one).
   std::string_view label;
   int64_t all_start_micros;
   int64_t op_start_rel_micros;
