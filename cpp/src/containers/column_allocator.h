@@ -46,23 +46,30 @@ inline size_t MappedBytes(size_t bytes) { return (bytes + kPage - 1) & ~(kPage -
 void* AllocateMid(size_t bytes);
 void FreeMid(void* p, size_t bytes) noexcept;
 
+#if defined(__linux__)
+// A private anonymous mapping of `length` bytes (a multiple of kPage) starting on a 2 MB
+// boundary, or null: 2 MB more is mapped, then what lies before the first boundary and past
+// the end is unmapped, so munmap(p, length) frees exactly it.
+inline void* MapHugeAligned(size_t length) {
+  void* raw = mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (base + kHuge - 1) & ~uintptr_t{kHuge - 1};
+  if (aligned > base) munmap(raw, aligned - base);
+  const uintptr_t tail = aligned + length;
+  const uintptr_t raw_end = base + length + kHuge;
+  if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
+  return reinterpret_cast<void*>(aligned);
+}
+#endif
+
 inline void* Allocate(size_t bytes) {
 #if defined(__linux__)
   if (bytes >= kHuge) {
-    const size_t length = MappedBytes(bytes);
-    // Map 2 MB more than needed, then unmap what lies before the first 2 MB boundary and past
-    // the end: an aligned mapping of exactly `length` bytes, which Free unmaps.
-    void* raw = mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
-    if (raw == MAP_FAILED) throw std::bad_alloc();
-    const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
-    const uintptr_t aligned = (base + kHuge - 1) & ~uintptr_t{kHuge - 1};
-    if (aligned > base) munmap(raw, aligned - base);
-    const uintptr_t tail = aligned + length;
-    const uintptr_t raw_end = base + length + kHuge;
-    if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
-    AdviseHugePages(reinterpret_cast<void*>(aligned), bytes, kHuge);  // whole 2 MB pages only
-    return reinterpret_cast<void*>(aligned);
+    void* p = MapHugeAligned(MappedBytes(bytes));  // Free unmaps it
+    if (p == nullptr) throw std::bad_alloc();
+    AdviseHugePages(p, bytes, kHuge);  // whole 2 MB pages only
+    return p;
   }
   if (bytes >= kMidMin) return AllocateMid(bytes);
 #endif

@@ -32,7 +32,6 @@ namespace column_memory {
 constexpr size_t kSlabBytes = size_t{32} << 20;
 constexpr size_t kAlign = 64;
 constexpr size_t kSlabPages = kSlabBytes / kHuge;
-struct Slab;
 
 // Lives in the first bytes of its own mapping (nothing on the heap to leak, or for LeakSanitizer
 // to miss: a slab outliving its arena is reachable only from its buffers' headers).
@@ -85,16 +84,8 @@ void DropOpenPage(Slab* slab) noexcept {
 
 Slab* NewSlab() {
 #if defined(__linux__)
-  // 2 MB-aligned, as the huge page allocator in column_allocator.h does it.
-  void* raw = mmap(nullptr, kSlabBytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = RoundUp(start, kHuge);
-  if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = start + kSlabBytes + kHuge;
-  if (end > aligned + kSlabBytes) munmap(reinterpret_cast<void*>(aligned + kSlabBytes), end - aligned - kSlabBytes);
-  char* base = reinterpret_cast<char*>(aligned);
+  char* base = static_cast<char*>(MapHugeAligned(kSlabBytes));
+  if (base == nullptr) return nullptr;
   AdviseHugePages(base, kSlabBytes, kHuge);
   Slab* slab = new (base) Slab;
   slab->base = base;
