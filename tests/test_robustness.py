@@ -754,16 +754,22 @@ def _child_leak_mid(path: str, count: str) -> int:
 UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
-def test_open_and_drop_100_traces_does_not_grow_rss():
+def _child_rss_growth(*args: str) -> tuple[int, dict]:
+    """Runs this file's child mode `args` (a leak child printing rss_after_warmup and rss_end)
+    and returns (growth in bytes, the child's report)."""
     if UNDER_ASAN:
         import pytest  # noqa: PLC0415
 
         pytest.skip("RSS is meaningless under AddressSanitizer (quarantine); LeakSanitizer/valgrind cover leaks")
-    proc = subprocess.run([sys.executable, __file__, "leak", "100"], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                          timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    growth = report["rss_end"] - report["rss_after_warmup"]
+    return report["rss_end"] - report["rss_after_warmup"], report
+
+
+def test_open_and_drop_100_traces_does_not_grow_rss():
+    growth, report = _child_rss_growth("leak", "100")
     assert growth < 50 << 20, f"RSS grew by {growth / 2**20:.1f} MB over 90 open/drop cycles: {report}"
 
 
@@ -771,17 +777,9 @@ def test_open_and_drop_mid_size_dumps_does_not_grow_rss(tmp_path):
     """A 10 MB dump's columns come from the column arena's slabs (up to 32 MB of address space
     each, its written 2 MB pages resident): each slab must go when its last column does. A slab
     kept per open would add about 2 MB per cycle here (80 MB over the 40 cycles measured)."""
-    if UNDER_ASAN:
-        import pytest
-
-        pytest.skip("RSS is meaningless under AddressSanitizer (quarantine)")
     path = tmp_path / "mid.pbtxt"
     path.write_bytes((DATA / "seed000_stepstats.pbtxt").read_bytes() * 7)
-    proc = subprocess.run([sys.executable, __file__, "leak_mid", str(path), "45"], capture_output=True,
-                          text=True, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    growth = report["rss_end"] - report["rss_after_warmup"]
+    growth, report = _child_rss_growth("leak_mid", str(path), "45")
     assert growth < 30 << 20, f"RSS grew by {growth / 2**20:.1f} MB over 40 open/drop cycles: {report}"
 
 
