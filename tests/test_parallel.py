@@ -90,6 +90,39 @@ def test_binary_parallel_is_identical(tmp_path, stepstats_text):
     _assert_identical(one, two)
 
 
+def test_room_calibrated_on_a_changing_dump_matches_the_oracle(tmp_path):
+    """Columns get room for a first stretch of a large input (about 2.2 MB of binary), then for
+    all of it at the rates measured there, re-checked each time the parse has gone four times
+    further (TraceBuilder::Reserve / Calibrate). This dump changes on the way: its first 3.3 MB
+    hold events without outputs or memory records (the first measure finds no tensors at all),
+    the rest whole steps, so the later checks must give the tensor and allocation tables their
+    room with rows already in them. Every column equals the oracle's; two threads (chunks
+    calibrate too) give the same tables."""
+    import oracle
+    from google.protobuf import text_format
+    from tfproto import StepStats
+
+    full = text_format.Parse((DATA / "seed000_stepstats.pbtxt").read_text(), StepStats())
+    bare = StepStats()
+    bare.CopyFrom(full)
+    for dev in bare.dev_stats:
+        for node in dev.node_stats:
+            del node.output[:]
+            del node.memory[:]
+    bare_bytes, full_bytes = bare.SerializeToString(), full.SerializeToString()
+    data = bare_bytes * (3_300_000 // len(bare_bytes) + 1) + full_bytes * 30
+    assert len(data) > 8 * 220 * 10_000  # large enough to be calibrated (kCalibrateMinStretches)
+    path = tmp_path / "changing.pb"
+    path.write_bytes(data)
+    msg = StepStats.FromString(data)
+    one = tracecore.open(path, threads=1)
+    assert one.stats["threads"] == 1
+    oracle.assert_trace_matches(one, msg, expected_format="binary")
+    two = tracecore.open(path, threads=2)
+    assert two.stats["threads"] == 2
+    _assert_identical(one, two)
+
+
 def test_misleading_split_point_falls_back(tmp_path, stepstats_text):
     # A "dev_stats {" line at column 0 inside an unknown field, placed where the splitter looks
     # first: the chunk parse notices it is not a record boundary and the result is still exact.

@@ -60,7 +60,7 @@ std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::
                                              const std::string& binary_kind) {
   auto tables = NewTables(format, file.size());
   TraceBuilder builder(*tables);
-  builder.Reserve(file.size(), format == "text");
+  builder.Reserve(file.data(), file.size(), format == "text");
   ReleaseAsConsumed(file, file.data(), builder);
   if (format == "text") {
     ParseTextProto(file.data(), file.data() + file.size(), builder);
@@ -96,7 +96,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       TraceBuilder builder(*parts[i], false);
       // The first chunk's columns become the merged ones: room for the whole input (address
       // space only until written), so the merge appends the others in place.
-      builder.Reserve(i == 0 ? file.size() : static_cast<size_t>((stop ? stop : end) - start), true);
+      builder.Reserve(start, i == 0 ? file.size() : static_cast<size_t>((stop ? stop : end) - start), true);
       ReleaseAsConsumed(file, start, builder);
       try {
         ParseTextChunk(begin, end, start, stop, kind, builder, &infos[i]);
@@ -146,7 +146,8 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       TraceBuilder builder(*parts[i], false);
       const BinaryUnit* first = units.data() + cuts[i];
       const BinaryUnit* last = units.data() + cuts[i + 1];
-      builder.Reserve(i == 0 ? file.size() : static_cast<size_t>(last[-1].end - first->begin), false);  // as above
+      builder.Reserve(reinterpret_cast<const char*>(first->begin),
+                      i == 0 ? file.size() : static_cast<size_t>(last[-1].end - first->begin), false);  // as above
       ReleaseAsConsumed(file, reinterpret_cast<const char*>(first->begin), builder);
       ParseBinaryUnits(data, first, last, kind, builder);
     });

@@ -204,28 +204,96 @@ uint32_t TraceBuilder::OpFor(const EventFields& f, uint32_t label) {
   return id;
 }
 
-void TraceBuilder::Reserve(size_t bytes, bool text) {
-  // Typical dumps: ~700 text bytes (~260 binary bytes) per event, half a tensor, a quarter of
-  // an allocator usage and one allocation record per event. Reserving also places the larger
-  // columns on huge pages (see ColumnAllocator).
-  const size_t events = bytes / (text ? 600 : 220) + 16;
-  auto reserve = [](size_t n, auto&... columns) { (columns.reserve(n), ...); };
+namespace {
+// Typical dumps: ~700 text bytes (~260 binary bytes) per event (on the generous side).
+size_t TypicalBytesPerEvent(bool text) { return text ? 600 : 220; }
+}  // namespace
+
+TraceBuilder::Rows TraceBuilder::TypicalRows(size_t bytes, bool text) {
+  // Per event, typically: half a tensor with two dims, a quarter of an allocator usage and one
+  // allocation record (on the generous side).
+  const size_t events = bytes / TypicalBytesPerEvent(text) + 16;
+  const size_t tensors = events / 2 + 16;
+  return {events, tensors, tensors * 2, events / 4 + 16, events + 16};
+}
+
+void TraceBuilder::ReserveRows(const Rows& n) {
+  // Reserving also places the larger columns on huge pages (see ColumnAllocator).
+  auto reserve = [](size_t rows, auto&... columns) { (columns.reserve(rows), ...); };
   EventTable& e = t_.events;
-  reserve(events, e.event_id, e.device_index, e.device, e.node_name, e.op, e.op_valid,
+  reserve(n.events, e.event_id, e.device_index, e.device, e.node_name, e.op, e.op_valid,
           e.timeline_label, e.start_ns, e.end_ns, e.op_start_ns, e.op_end_ns, e.scheduled_ns,
           e.scheduled_valid, e.thread_id, e.temp_memory_size, e.persistent_memory_size);
   TensorTable& x = t_.tensors;
-  const size_t tensors = events / 2 + 16;
-  reserve(tensors, x.event_id, x.output_index, x.slot, x.dtype, x.unknown_rank, x.num_elements,
+  reserve(n.tensors, x.event_id, x.output_index, x.slot, x.dtype, x.unknown_rank, x.num_elements,
           x.num_elements_valid, x.requested_bytes, x.allocated_bytes, x.allocator,
           x.allocation_id, x.ptr, x.has_single_reference);
-  reserve(tensors + 1, x.shape.offsets);
-  reserve(tensors * 2, x.shape.values);
+  reserve(n.tensors + 1, x.shape.offsets);
+  reserve(n.dims, x.shape.values);
   AllocationTable& a = t_.allocations;
-  reserve(events / 4 + 16, a.event_id, a.allocator, a.total_bytes, a.peak_bytes, a.live_bytes,
+  reserve(n.allocations, a.event_id, a.allocator, a.total_bytes, a.peak_bytes, a.live_bytes,
           a.allocator_bytes_in_use);
   AllocRecordTable& r = t_.alloc_records;
-  reserve(events + 16, r.event_id, r.allocator, r.time_ns, r.bytes);
+  reserve(n.records, r.event_id, r.allocator, r.time_ns, r.bytes);
+}
+
+namespace {
+// Inputs of kCalibrateMinStretches stretches or more are reserved for in steps (see Reserve):
+// room for a first stretch of what typically holds kCalibrateEvents events (a few steps of a
+// training loop: enough for a stable rate, while its columns stay small heap blocks, which
+// would otherwise waste fresh pages when abandoned), then for all of the input at the rates
+// measured there, checked again each time the parse has gone kCalibrateGrowth times further.
+constexpr size_t kCalibrateEvents = 10000;
+constexpr size_t kCalibrateMinStretches = 8;
+constexpr size_t kCalibrateGrowth = 4;
+// Room is the measured rate times this much: steps and device blocks differ a little.
+constexpr double kCalibrateMargin = 1.05;
+// Fewer events than this in the first stretch measure nothing: the typical rates are used.
+constexpr size_t kCalibrateMinEvents = 256;
+// Measured room is capped, per table, at this multiple of the typical number of events: it is
+// address space until written, but it is the input that drives it.
+constexpr size_t kCalibrateMaxFactor = 8;
+}  // namespace
+
+void TraceBuilder::Reserve(const char* begin, size_t bytes, bool text) {
+  input_begin_ = begin;
+  input_bytes_ = bytes;
+  text_ = text;
+  const size_t stretch = kCalibrateEvents * TypicalBytesPerEvent(text);
+  if (bytes / kCalibrateMinStretches < stretch) {
+    ReserveRows(TypicalRows(bytes, text));
+    return;
+  }
+  ReserveRows(TypicalRows(stretch + stretch / 4, text));
+  calibrate_at_ = begin + stretch;
+}
+
+void TraceBuilder::Calibrate(const char* pos) {
+  const auto consumed = static_cast<size_t>(pos - input_begin_);
+  const bool first = !calibrated_;
+  calibrated_ = true;
+  calibrate_at_ = consumed < input_bytes_ / kCalibrateGrowth ? input_begin_ + consumed * kCalibrateGrowth
+                                                            : reinterpret_cast<const char*>(UINTPTR_MAX);
+  const Rows typical = TypicalRows(input_bytes_, text_);
+  if (first && t_.events.size() < kCalibrateMinEvents) {
+    ReserveRows(typical);
+    return;
+  }
+  // The first time, room for the whole input at the measured rates; later, more room only for
+  // a table the rates now say will outgrow its room (reserve never shrinks).
+  const double scale = static_cast<double>(input_bytes_) / static_cast<double>(consumed);
+  const size_t cap = typical.events * kCalibrateMaxFactor;
+  const auto room = [&](size_t rows, size_t capacity) -> size_t {
+    const double projected = static_cast<double>(rows) * scale;
+    if (!first && projected <= static_cast<double>(capacity)) return 0;
+    return std::min(static_cast<size_t>(projected * kCalibrateMargin) + 64, cap);
+  };
+  const TensorTable& x = t_.tensors;
+  ReserveRows({room(t_.events.size(), t_.events.event_id.capacity()),
+               room(x.size(), x.event_id.capacity()),
+               room(x.shape.values.size(), x.shape.values.capacity()),
+               room(t_.allocations.size(), t_.allocations.event_id.capacity()),
+               room(t_.alloc_records.size(), t_.alloc_records.event_id.capacity())});
 }
 
 uint32_t TraceBuilder::DtypeId(int32_t dtype) {
@@ -373,6 +441,7 @@ void NormalizeGraphs(TraceTables& t) {
 }  // namespace
 
 void TraceBuilder::Finish() {
+
   NormalizeGraphs(t_);
   EventTable& e = t_.events;
   e.event_id.clear();  // appended, not resized: no zeroing pass over fresh pages first

@@ -223,11 +223,19 @@ class TraceBuilder {
   void SetReleaser(const char* begin, ReleaseBehind::Release release) {
     releaser_ = ReleaseBehind(begin, std::move(release), kReleaseStep);
   }
-  void Consumed(const char* pos) { releaser_.Passed(pos); }
+  void Consumed(const char* pos) {
+    if (pos >= calibrate_at_) Calibrate(pos);
+    releaser_.Passed(pos);
+  }
 
-  // Reserves column capacity for an input of `bytes` (a guess from typical dumps; columns still
-  // grow past it). Untouched capacity costs address space, not memory.
-  void Reserve(size_t bytes, bool text);
+  // Reserves column capacity for `bytes` of input starting at `begin` (a parallel parse's first
+  // chunk passes the whole input, so that the merge appends in place). At first the room is
+  // for a first stretch of the input, from rates typical of dumps; once that stretch is parsed
+  // (Consumed), for the whole of it at the rates measured there (Calibrate). Columns still grow
+  // past it. Capacity a column never reaches costs address space, except where it shares a
+  // touched huge page with other columns (the column arena), and room short of the rows makes
+  // columns grow (a copy each time): the measured rates keep both small.
+  void Reserve(const char* begin, size_t bytes, bool text);
 
   // Derives the per-table columns that need the whole trace (event ids, device counts).
   void Finish();
@@ -236,6 +244,13 @@ class TraceBuilder {
   uint32_t DtypeId(int32_t dtype);
   uint32_t OpFor(const EventFields& f, uint32_t label);
   uint32_t LabelFor(const EventFields& f);
+  // Rows to reserve room for, per table.
+  struct Rows {
+    size_t events, tensors, dims, allocations, records;
+  };
+  static Rows TypicalRows(size_t bytes, bool text);
+  void ReserveRows(const Rows& n);
+  void Calibrate(const char* pos);
 
   // While the builder lives, mid-size columns allocated on its thread share huge pages.
   ColumnArena arena_;
@@ -245,6 +260,12 @@ class TraceBuilder {
   uint32_t dtype_ids_[256] = {};
   static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{8} << 20;
   ReleaseBehind releaser_;
+  // Reserve's input, and where Consumed calls Calibrate (never, until Reserve arms it).
+  bool calibrated_ = false;
+  const char* input_begin_ = nullptr;
+  size_t input_bytes_ = 0;
+  bool text_ = false;
+  const char* calibrate_at_ = reinterpret_cast<const char*>(UINTPTR_MAX);
   struct RecentName {
     uint32_t id = StringPool::kInvalidUtf8;
   };
