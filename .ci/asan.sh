@@ -13,7 +13,8 @@
 #  3b. runs radix_sort_check: the queries' radix sort against std::stable_sort,
 #      varint_check: the binary parser's varint fast paths against a plain decoder, and
 #      string_equal_check: the string pool's wide compares against a plain one,
-#      column_arena_check: the column arena's slabs (layout, page release, unmapping, threads);
+#      column_arena_check: the column arena's slabs (layout, page release, unmapping, threads),
+#      column_room_check: the room the parse reserves for its columns (measured rates, caps);
 #  4. runs a short fuzz campaign (TRACECORE_ASAN_FUZZ_SECONDS per target, default 25, targets
 #     text binary queries auto: about 2 minutes) with fuzz/run_fuzz.sh;
 #  5. optionally (TRACECORE_ASAN_PYTEST=1) builds the Python extension with
@@ -97,6 +98,8 @@ step "string_equal_check (the string pool's wide compares against a plain one)" 
   "$build/string_equal_check"
 step "column_arena_check (the column arena's slabs: layout, release, unmapping, threads)" \
   "$build/column_arena_check"
+step "column_room_check (the columns' room: measured rates, caps, no doubling)" \
+  "$build/column_room_check"
 # Bounded: each target stops after fuzz_seconds; run_fuzz.sh exits 1 on any finding.
 step "short fuzz campaign (${fuzz_seconds}s per target)" \
   fuzz/run_fuzz.sh -t "$fuzz_seconds" -b "$build" -s "$repo" -o "$build/campaign" text binary queries auto

@@ -96,8 +96,9 @@ def test_room_calibrated_on_a_changing_dump_matches_the_oracle(tmp_path):
     further (TraceBuilder::Reserve / Calibrate). This dump changes on the way: its first 3.3 MB
     hold events without outputs or memory records (the first measure finds no tensors at all),
     the rest whole steps, so the later checks must give the tensor and allocation tables their
-    room with rows already in them. Every column equals the oracle's; two threads (chunks
-    calibrate too) give the same tables."""
+    room with rows already in them (fuzz/column_room_check.cc checks the room itself). Every
+    column equals the oracle's; two threads (whose first chunk measures too) give the same
+    tables."""
     import oracle
     from google.protobuf import text_format
     from tfproto import StepStats

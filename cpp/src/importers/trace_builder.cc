@@ -54,7 +54,7 @@ bool DeriveOp(std::string_view label, bool has_label, std::string_view node_name
 
 }  // namespace
 
-TraceBuilder::TraceBuilder(TraceTables& out, bool arena) : arena_(arena), t_(out) {
+TraceBuilder::TraceBuilder(TraceTables& out, bool arena) : arena_(arena), t_(out), arena_enabled_(arena) {
   std::fill(std::begin(node_names_), std::end(node_names_), StringPool::kInvalidUtf8);
 }
 
@@ -238,11 +238,11 @@ void TraceBuilder::ReserveRows(const Rows& n) {
 }
 
 namespace {
-// Inputs of kCalibrateMinStretches stretches or more are reserved for in steps (see Reserve):
-// room for a first stretch of what typically holds kCalibrateEvents events (a few steps of a
-// training loop: enough for a stable rate, while its columns stay small heap blocks, which
-// would otherwise waste fresh pages when abandoned), then for all of the input at the rates
-// measured there, checked again each time the parse has gone kCalibrateGrowth times further.
+// Inputs of kCalibrateMinStretches stretches or more have their room measured (see Reserve).
+// A stretch is what typically holds kCalibrateEvents events: a few steps of a training loop,
+// enough for a stable rate, while the first stretch's columns stay small heap blocks (abandoned
+// at the first measure, arena blocks would waste fresh pages). The measure is repeated each
+// time the parse has gone kCalibrateGrowth times further.
 constexpr size_t kCalibrateEvents = 10000;
 constexpr size_t kCalibrateMinStretches = 8;
 constexpr size_t kCalibrateGrowth = 4;
@@ -250,9 +250,12 @@ constexpr size_t kCalibrateGrowth = 4;
 constexpr double kCalibrateMargin = 1.05;
 // Fewer events than this in the first stretch measure nothing: the typical rates are used.
 constexpr size_t kCalibrateMinEvents = 256;
-// Measured room is capped, per table, at this multiple of the typical number of events: it is
-// address space until written, but it is the input that drives it.
-constexpr size_t kCalibrateMaxFactor = 8;
+// Measured room is address space until written, but the input drives it: all tables together
+// get at most kMaxRoomPerByte bytes of it per input byte (the densest dumps, binary events of
+// 40 bytes with two allocation records each, need 4), counted at about these many bytes per
+// row of each table's reserved columns.
+constexpr double kMaxRoomPerByte = 8;
+constexpr double kRowBytes[] = {98, 77, 8, 44, 28};  // events, tensors, dims, allocations, records
 }  // namespace
 
 void TraceBuilder::Reserve(const char* begin, size_t bytes, bool text) {
@@ -260,40 +263,42 @@ void TraceBuilder::Reserve(const char* begin, size_t bytes, bool text) {
   input_bytes_ = bytes;
   text_ = text;
   const size_t stretch = kCalibrateEvents * TypicalBytesPerEvent(text);
-  if (bytes / kCalibrateMinStretches < stretch) {
-    ReserveRows(TypicalRows(bytes, text));
-    return;
-  }
-  ReserveRows(TypicalRows(stretch + stretch / 4, text));
-  calibrate_at_ = begin + stretch;
+  const bool measure = bytes / kCalibrateMinStretches >= stretch;
+  room_for_stretch_ = measure && arena_enabled_;
+  ReserveRows(TypicalRows(room_for_stretch_ ? stretch + stretch / 4 : bytes, text));
+  if (measure) calibrate_at_ = reinterpret_cast<uintptr_t>(begin) + stretch;
 }
 
 void TraceBuilder::Calibrate(const char* pos) {
   const auto consumed = static_cast<size_t>(pos - input_begin_);
-  const bool first = !calibrated_;
-  calibrated_ = true;
-  calibrate_at_ = consumed < input_bytes_ / kCalibrateGrowth ? input_begin_ + consumed * kCalibrateGrowth
-                                                            : reinterpret_cast<const char*>(UINTPTR_MAX);
-  const Rows typical = TypicalRows(input_bytes_, text_);
-  if (first && t_.events.size() < kCalibrateMinEvents) {
-    ReserveRows(typical);
+  const bool set_room = room_for_stretch_;  // else only more room, where the rate calls for it
+  room_for_stretch_ = false;
+  calibrate_at_ = consumed < input_bytes_ / kCalibrateGrowth
+                      ? reinterpret_cast<uintptr_t>(input_begin_) + consumed * kCalibrateGrowth
+                      : UINTPTR_MAX;
+  if (set_room && t_.events.size() < kCalibrateMinEvents) {
+    ReserveRows(TypicalRows(input_bytes_, text_));
     return;
   }
-  // The first time, room for the whole input at the measured rates; later, more room only for
-  // a table the rates now say will outgrow its room (reserve never shrinks).
-  const double scale = static_cast<double>(input_bytes_) / static_cast<double>(consumed);
-  const size_t cap = typical.events * kCalibrateMaxFactor;
-  const auto room = [&](size_t rows, size_t capacity) -> size_t {
-    const double projected = static_cast<double>(rows) * scale;
-    if (!first && projected <= static_cast<double>(capacity)) return 0;
-    return std::min(static_cast<size_t>(projected * kCalibrateMargin) + 64, cap);
-  };
   const TensorTable& x = t_.tensors;
-  ReserveRows({room(t_.events.size(), t_.events.event_id.capacity()),
-               room(x.size(), x.event_id.capacity()),
-               room(x.shape.values.size(), x.shape.values.capacity()),
-               room(t_.allocations.size(), t_.allocations.event_id.capacity()),
-               room(t_.alloc_records.size(), t_.alloc_records.event_id.capacity())});
+  const size_t rows[] = {t_.events.size(), x.size(), x.shape.values.size(), t_.allocations.size(),
+                         t_.alloc_records.size()};
+  const size_t capacity[] = {t_.events.event_id.capacity(), x.event_id.capacity(),
+                             x.shape.values.capacity(), t_.allocations.event_id.capacity(),
+                             t_.alloc_records.event_id.capacity()};
+  const double scale = static_cast<double>(input_bytes_) / static_cast<double>(consumed);
+  double room[5];
+  double grown = 0, kept = 0;  // bytes of the room asked for, and of the room tables keep
+  for (int k = 0; k < 5; ++k) {
+    const double projected = static_cast<double>(rows[k]) * scale;
+    room[k] = set_room || projected > static_cast<double>(capacity[k]) ? projected * kCalibrateMargin + 64 : 0;
+    grown += room[k] * kRowBytes[k];
+    kept += room[k] == 0 ? static_cast<double>(capacity[k]) * kRowBytes[k] : 0;
+  }
+  const double limit = static_cast<double>(input_bytes_) * kMaxRoomPerByte;
+  const double shrink = grown > 0 && kept + grown > limit ? std::max(limit - kept, 0.0) / grown : 1.0;
+  const auto n = [&](int k) { return static_cast<size_t>(room[k] * shrink); };
+  ReserveRows({n(0), n(1), n(2), n(3), n(4)});
 }
 
 uint32_t TraceBuilder::DtypeId(int32_t dtype) {
@@ -441,7 +446,6 @@ void NormalizeGraphs(TraceTables& t) {
 }  // namespace
 
 void TraceBuilder::Finish() {
-
   NormalizeGraphs(t_);
   EventTable& e = t_.events;
   e.event_id.clear();  // appended, not resized: no zeroing pass over fresh pages first

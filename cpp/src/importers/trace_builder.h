@@ -224,17 +224,20 @@ class TraceBuilder {
     releaser_ = ReleaseBehind(begin, std::move(release), kReleaseStep);
   }
   void Consumed(const char* pos) {
-    if (pos >= calibrate_at_) Calibrate(pos);
+    if (reinterpret_cast<uintptr_t>(pos) >= calibrate_at_) Calibrate(pos);
     releaser_.Passed(pos);
   }
 
   // Reserves column capacity for `bytes` of input starting at `begin` (a parallel parse's first
-  // chunk passes the whole input, so that the merge appends in place). At first the room is
-  // for a first stretch of the input, from rates typical of dumps; once that stretch is parsed
-  // (Consumed), for the whole of it at the rates measured there (Calibrate). Columns still grow
-  // past it. Capacity a column never reaches costs address space, except where it shares a
-  // touched huge page with other columns (the column arena), and room short of the rows makes
-  // columns grow (a copy each time): the measured rates keep both small.
+  // chunk passes the whole input, so that the merge appends in place). Room short of the rows
+  // makes columns grow (a copy each time); room never reached costs address space only, except
+  // with the column arena, where it shares touched huge pages with other columns and is
+  // cleared and resident. So a large input's room follows the rates measured on it: after a
+  // first stretch has been parsed (Consumed calls Calibrate), and again each time the parse has
+  // gone four times further, a table the measured rate says will outgrow its room gets room for
+  // the whole input at that rate. With the arena, the room before the first measure is for
+  // the first stretch only, and the first measure sets it; without it, and for inputs too
+  // small to measure, the room is for the whole input at rates typical of dumps.
   void Reserve(const char* begin, size_t bytes, bool text);
 
   // Derives the per-table columns that need the whole trace (event ids, device counts).
@@ -260,12 +263,14 @@ class TraceBuilder {
   uint32_t dtype_ids_[256] = {};
   static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{8} << 20;
   ReleaseBehind releaser_;
-  // Reserve's input, and where Consumed calls Calibrate (never, until Reserve arms it).
-  bool calibrated_ = false;
+  // Reserve's input; whether the room is still for the first stretch only; the address at
+  // which Consumed calls Calibrate (never, until Reserve arms it).
+  const bool arena_enabled_;
   const char* input_begin_ = nullptr;
   size_t input_bytes_ = 0;
   bool text_ = false;
-  const char* calibrate_at_ = reinterpret_cast<const char*>(UINTPTR_MAX);
+  bool room_for_stretch_ = false;
+  uintptr_t calibrate_at_ = UINTPTR_MAX;
   struct RecentName {
     uint32_t id = StringPool::kInvalidUtf8;
   };
