@@ -1,15 +1,19 @@
-// How fast this machine writes memory, with one thread and with two: the ceiling under a parse,
-// whose columns are fresh memory. Three cases, each 128 MB per thread, best of 4:
-//   warm        memset of a buffer already written (no page faults): memory bandwidth
-//   fresh 4K    memset of a new mapping on 4 KB pages: page faults + the kernel clearing each page
+// How this machine scales from one thread to two, on the kinds of work a parse does: the
+// ceiling under tracecore's two-thread figures. Best of 4 each:
+//   compute     a register-only loop (no memory): are the two vCPUs two cores?
+//   warm        memset of 128 MB per thread already written (no page faults): memory bandwidth
+//   fresh 4K    memset of a new 128 MB mapping on 4 KB pages: page faults + the kernel clearing
+//               each page (a parse's columns are fresh memory)
 //   fresh THP   the same with transparent huge pages (madvise): one fault per 2 MB
 // On a VM whose free memory is handed back to the host (virtio-balloon free page reporting),
 // the fresh cases also pay for the host faulting the pages back in, and vary from run to run.
 // Build: cmake -S . -B build/bench -DTRACECORE_BUILD_BENCH=ON && cmake --build build/bench
-//        --target fresh_memory; run: build/bench/fresh_memory
+//        --target machine_scaling; run: build/bench/machine_scaling
 #include <sys/mman.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,7 +24,20 @@ namespace {
 
 constexpr size_t kBytes = size_t{128} << 20;
 
-enum class Case { kWarm, kFresh4K, kFreshHuge };
+enum class Case { kCompute, kWarm, kFresh4K, kFreshHuge };
+
+// xorshift steps: 0.4 G per second on one core here; the result keeps the loop alive.
+uint64_t Compute(uint64_t x) {
+  uint64_t acc = 0;
+  for (long i = 0; i < 200'000'000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    acc += x * 0x9E3779B97F4A7C15ull;
+  }
+  return acc;
+}
+std::atomic<uint64_t> sink{0};
 
 char* Map(Case c) {
   void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -32,7 +49,8 @@ char* Map(Case c) {
   return static_cast<char*>(p);
 }
 
-// GB/s over all threads: each writes its own kBytes.
+// Work per second over all threads: GB/s (each thread writes its own kBytes), or G loop
+// steps/s for kCompute.
 double Run(Case c, int threads) {
   double best = 1e30;
   std::vector<char*> warm(threads, nullptr);
@@ -48,6 +66,10 @@ double Run(Case c, int threads) {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
+        if (c == Case::kCompute) {
+          sink += Compute(static_cast<uint64_t>(t + rep + 1));
+          return;
+        }
         bufs[t] = c == Case::kWarm ? warm[t] : Map(c);
         std::memset(bufs[t], rep + 2, kBytes);
       });
@@ -55,14 +77,15 @@ double Run(Case c, int threads) {
     for (auto& th : pool) th.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s < best) best = s;
-    if (c != Case::kWarm) {
+    if (c == Case::kFresh4K || c == Case::kFreshHuge) {
       for (char* p : bufs) munmap(p, kBytes);
     }
   }
   for (char* p : warm) {
     if (p != nullptr) munmap(p, kBytes);
   }
-  return static_cast<double>(threads) * kBytes / best / 1e9;
+  const double work = c == Case::kCompute ? 200e6 : static_cast<double>(kBytes);
+  return threads * work / best / 1e9;
 }
 
 }  // namespace
@@ -71,11 +94,14 @@ int main() {
   const struct {
     Case c;
     const char* name;
-  } cases[] = {{Case::kWarm, "warm"}, {Case::kFresh4K, "fresh 4K"}, {Case::kFreshHuge, "fresh THP"}};
+  } cases[] = {{Case::kCompute, "compute"}, {Case::kWarm, "warm"}, {Case::kFresh4K, "fresh 4K"},
+               {Case::kFreshHuge, "fresh THP"}};
   for (const auto& k : cases) {
     const double one = Run(k.c, 1);
     const double two = Run(k.c, 2);
-    std::printf("%-10s 1 thread %5.2f GB/s   2 threads %5.2f GB/s   (%.2fx)\n", k.name, one, two, two / one);
+    const char* unit = k.c == Case::kCompute ? "G steps/s" : "GB/s";
+    std::printf("%-10s 1 thread %5.2f %-9s 2 threads %5.2f %-9s (%.2fx)\n", k.name, one, unit, two, unit,
+                two / one);
   }
   return 0;
 }
