@@ -57,23 +57,40 @@ class TextCursor {
 
   // After a field's value: whitespace, an optional ';' or ',', whitespace.
   __attribute__((always_inline)) void EndField() {
-    // The common layout first: a newline and up to 15 spaces of indentation, then the next
-    // field or the closing brace.
-    if (end_ - p_ >= 18 && *p_ == '\n') {
-      const uint64_t x = swar::Load(p_ + 1) ^ (swar::kOnes * ' ');  // zero bytes: spaces
-      const uint64_t y = swar::Load(p_ + 9) ^ (swar::kOnes * ' ');
-      const int n = x != 0 ? __builtin_ctzll(x) >> 3 : y != 0 ? 8 + (__builtin_ctzll(y) >> 3) : 16;
-      const char* q = p_ + 1 + n;
-      if (n < 16 && !(kTextCharClass[static_cast<uint8_t>(*q)] & (kCharSkip | kCharSeparator))) {
-        p_ = q;
-        return;
-      }
-    }
+    // The common layout first: a newline and indentation, then the next field or the
+    // closing brace.
+    if (SkipNewlineIndent(kCharSkip | kCharSeparator)) return;
     SkipWhitespace();
     if (p_ < end_ && (*p_ == ';' || *p_ == ',')) {
       ++p_;
       SkipWhitespace();
     }
+  }
+  // After a message's opening brace: whitespace, the common layout (a newline and
+  // indentation) inline.
+  __attribute__((always_inline)) void SkipWhitespaceAfterOpen() {
+    if (!SkipNewlineIndent(kCharSkip)) SkipWhitespace();
+  }
+  // Before a string value: whitespace, the common layout (the one space after "name:") inline.
+  __attribute__((always_inline)) void SkipWhitespaceBeforeValue() {
+    if (end_ - p_ >= 2 && p_[0] == ' ' && !(kTextCharClass[static_cast<uint8_t>(p_[1])] & kCharSkip)) {
+      ++p_;
+      return;
+    }
+    SkipWhitespace();
+  }
+
+  // A newline and up to 15 spaces of indentation followed by a character of none of the
+  // classes `stop`: consumes them and returns true; else consumes nothing.
+  __attribute__((always_inline)) bool SkipNewlineIndent(uint8_t stop) {
+    if (end_ - p_ < 18 || *p_ != '\n') return false;
+    const uint64_t x = swar::Load(p_ + 1) ^ (swar::kOnes * ' ');  // zero bytes: spaces
+    const uint64_t y = swar::Load(p_ + 9) ^ (swar::kOnes * ' ');
+    const int n = x != 0 ? __builtin_ctzll(x) >> 3 : y != 0 ? 8 + (__builtin_ctzll(y) >> 3) : 16;
+    const char* q = p_ + 1 + n;
+    if (n == 16 || (kTextCharClass[static_cast<uint8_t>(*q)] & stop)) return false;
+    p_ = q;
+    return true;
   }
 
   // Whether the identifier starting at `p` is exactly `name` (a literal of identifier

@@ -85,7 +85,7 @@ class TextParser {
     const char close = c_.OpenMessage(field);
     const char* open_at = c_.pos() - 1;
     if (++depth_ > kMaxDepth) c_.Fail(open_at, "messages nested deeper than 32 levels");
-    c_.SkipWhitespace();
+    c_.SkipWhitespaceAfterOpen();
     for (;;) {
       if (c_.at_end()) {
         c_.Fail(c_.pos(), std::string("expected '") + close + "' to close '" +
@@ -158,7 +158,7 @@ class TextParser {
   // record (allocators, devices), the cache of node names, or directly.
   enum class Names { kOnce, kRepeated, kNode };
   uint32_t InternString(std::string_view field, Names names = Names::kOnce) {
-    c_.SkipWhitespace();
+    c_.SkipWhitespaceBeforeValue();
     const char* at = c_.pos();
     const std::string_view s = c_.String(field, &scratch_);
     const uint32_t id = names == Names::kRepeated ? b_.InternRepeated(s)
@@ -168,7 +168,7 @@ class TextParser {
     return id;
   }
   std::string_view CheckedString(std::string_view field) {
-    c_.SkipWhitespace();
+    c_.SkipWhitespaceBeforeValue();
     const char* at = c_.pos();
     const std::string_view s = c_.String(field, &scratch_);
     if (!StringPool::IsValidUtf8(s)) c_.Fail(at, "string is not valid UTF-8 in field '" + std::string(field) + "'");
@@ -360,7 +360,7 @@ void TextParser::NodeExecStats(int32_t device_index) {
       MessageField(f, true, [&] { NodeOutput(event_id, output_index++); });
     } else if (f.Is("timeline_label")) {
       c_.ExpectColon(f);
-      c_.SkipWhitespace();
+      c_.SkipWhitespaceBeforeValue();
       // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
       std::string_view label = c_.String(f, &scratch_);
       if (label.data() < c_.begin() || label.data() > c_.end()) {
