@@ -66,9 +66,9 @@ class TextCursor {
       SkipWhitespace();
     }
   }
-  // After a message's opening brace: whitespace, the common layout (a newline and
-  // indentation) inline.
-  __attribute__((always_inline)) void SkipWhitespaceAfterOpen() {
+  // Whitespace, with the common layout after a message's opening brace or a value (a newline
+  // and indentation) inline.
+  __attribute__((always_inline)) void SkipWhitespaceNewlineFirst() {
     if (!SkipNewlineIndent(kCharSkip)) SkipWhitespace();
   }
   // Before a string value: whitespace, the common layout (the one space after "name:") inline.

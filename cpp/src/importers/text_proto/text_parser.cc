@@ -85,7 +85,7 @@ class TextParser {
     const char close = c_.OpenMessage(field);
     const char* open_at = c_.pos() - 1;
     if (++depth_ > kMaxDepth) c_.Fail(open_at, "messages nested deeper than 32 levels");
-    c_.SkipWhitespaceAfterOpen();
+    c_.SkipWhitespaceNewlineFirst();
     for (;;) {
       if (c_.at_end()) {
         c_.Fail(c_.pos(), std::string("expected '") + close + "' to close '" +
