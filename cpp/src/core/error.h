@@ -37,6 +37,10 @@ class TraceFormatError : public std::runtime_error {
   // time whose nanoseconds overflow int64): a binary dump failing so is reported as it is, not
   // read again as the other message kind.
   bool bad_value = false;
+  // A bad value that protobuf itself reads (a time whose nanoseconds overflow int64, where a
+  // string that is not UTF-8 fails protobuf's parse too): the reading is sound, its value is
+  // not representable in a column.
+  bool out_of_range = false;
   uint64_t line = 0;
   uint64_t column = 0;
   uint64_t offset = 0;

@@ -1,5 +1,6 @@
 #include "importers/open_trace.h"
 
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -182,13 +183,15 @@ std::string DetectFormat(const char* data, size_t size) {
 }
 
 // A binary dump carries no type: the same bytes may be a valid StepStats and a valid
-// RunMetadata. The kind guessed from the wire structure (DetectBinaryKind) is parsed first; the
-// other kind is tried when that fails in its structure (not when a field's value is bad: a
-// string that is not UTF-8, a time out of range; those are reported as they are), and when it
-// succeeds with unknown fields, in case the other reading knows more of them. The reading
-// with fewer unknown fields wins, ties going to the guess; when neither parses, the error of the
-// guess is reported, unless the other kind failed on a bad value (then the guess was wrong, and
-// that value is the problem). Well-formed dumps without unknown fields are parsed once.
+// RunMetadata. The kind guessed from the wire structure (DetectBinaryKind) is parsed first. A
+// guess that fails on a bad value (a string that is not UTF-8) is reported as it is; unless it
+// is sound with no unknown fields, the other kind is read too. A reading is sound when it
+// parses, or fails only on a value out of range (a time whose nanoseconds overflow int64:
+// protobuf reads it, a column cannot hold it; its unknown fields are then counted by a parse
+// that lets such values through). The sound reading with fewer unknown fields wins, ties going
+// to the guess, and a winner that failed on a value out of range reports it. With no sound
+// reading, the guess's error is reported, unless the other kind failed on a bad value (its
+// structure sound up to there) and the guess did not.
 template <class Parse>
 std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
@@ -197,29 +200,48 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
   // page's neighbours along with it). It unmapped them as it went, 32 MB at a time; unmap the
   // rest until the parse reaches them, or they would stay resident on top of the columns.
   file.ReleaseConsumed(0, file.size());
-  const std::string other = guess == "StepStats" ? "RunMetadata" : "StepStats";
-  std::shared_ptr<TraceTables> first;
-  std::exception_ptr first_error;
-  try {
-    first = parse(guess);
-    if (first->unknown_fields == 0) return first;
-  } catch (const TraceFormatError& e) {
-    if (e.bad_value || file.ShrankSinceOpen()) throw;
-    first_error = std::current_exception();
+  struct Reading {
+    std::shared_ptr<TraceTables> tables;
+    std::exception_ptr error;
+    bool bad_value = false;
+    std::optional<uint64_t> unknown_fields;  // set when the reading is sound
+  };
+  const auto read = [&](const std::string& kind) {
+    Reading r;
+    try {
+      r.tables = parse(kind);
+      r.unknown_fields = r.tables->unknown_fields;
+    } catch (const TraceFormatError& e) {
+      if (file.ShrankSinceOpen()) throw;
+      r.error = std::current_exception();
+      r.bad_value = e.bad_value;
+      if (e.out_of_range) {
+        try {
+          r.unknown_fields = CountBinaryUnknownFields(bytes, file.size(), kind, FileRelease(file));
+        } catch (const TraceFormatError&) {
+          if (file.ShrankSinceOpen()) throw;
+        }
+      }
+    }
+    return r;
+  };
+  const Reading first = read(guess);
+  if (first.unknown_fields == 0u) {
+    if (first.tables) return first.tables;
+    std::rethrow_exception(first.error);  // no other reading can fit better
   }
-  std::shared_ptr<TraceTables> second;
-  try {
-    second = parse(other);
-  } catch (const TraceFormatError& e) {
-    if (file.ShrankSinceOpen()) throw;
-    // Both failed: a bad value in the other reading (its structure sound up to there) tells
-    // more than the guess's broken structure, which only says the guess was wrong.
-    if (first_error && e.bad_value) throw;
-    if (first_error) std::rethrow_exception(first_error);
-    return first;
+  // A guess whose structure held up to a bad value other than one out of range (a string that
+  // is not UTF-8) is reported as it is: more use than another reading of the same bytes.
+  if (first.bad_value && !first.unknown_fields) std::rethrow_exception(first.error);
+  const Reading second = read(guess == "StepStats" ? "RunMetadata" : "StepStats");
+  const Reading* pick = &first;
+  if (first.unknown_fields) {
+    if (second.unknown_fields && *second.unknown_fields < *first.unknown_fields) pick = &second;
+  } else if (second.unknown_fields || (second.bad_value && !first.bad_value)) {
+    pick = &second;
   }
-  if (first && first->unknown_fields <= second->unknown_fields) return first;
-  return second;
+  if (pick->tables) return pick->tables;
+  std::rethrow_exception(pick->error);
 }
 
 std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options) {

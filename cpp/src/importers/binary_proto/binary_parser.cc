@@ -15,8 +15,10 @@ constexpr uint64_t K(uint32_t field, WireType wt) { return (uint64_t{field} << 3
 
 class BinaryParser {
  public:
-  // `limit`: the end of the readable input (see WireReader).
-  BinaryParser(const uint8_t* base, const uint8_t* limit, TraceBuilder& b) : r_(base, limit), b_(b) {}
+  // `limit`: the end of the readable input (see WireReader). `out_of_range_ok`: values out of
+  // range are let through instead of failing the parse (CountBinaryUnknownFields).
+  BinaryParser(const uint8_t* base, const uint8_t* limit, TraceBuilder& b, bool out_of_range_ok = false)
+      : r_(base, limit), out_of_range_ok_(out_of_range_ok), b_(b) {}
 
   void RunMetadata(Bytes m);
   void StepStats(Bytes m);
@@ -106,7 +108,13 @@ class BinaryParser {
     });
   }
 
+  // A value protobuf reads that a column cannot hold (TraceFormatError::out_of_range).
+  void OutOfRange(const uint8_t* at, const char* what) {
+    if (!out_of_range_ok_) r_.FailValue(at, what, true);
+  }
+
   WireReader r_;
+  bool out_of_range_ok_;
   bool saw_known_field_ = false;
   TraceBuilder& b_;
 };
@@ -207,7 +215,11 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
     }
   });
   if (const char* error = b_.EndEvent(device_index, e)) {
-    r_.FailValue(Begin(m), error);  // a time out of range or a label that is not UTF-8
+    if (error == TraceBuilder::kTimeOutOfRange) {
+      OutOfRange(Begin(m), error);
+    } else {
+      r_.FailValue(Begin(m), error);  // a label that is not UTF-8
+    }
   }
   b_.Consumed(reinterpret_cast<const char*>(End(m)));
 }
@@ -234,7 +246,7 @@ void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
         });
         bool overflow = false;
         b_.AddAllocRecord(event_id, micros, bytes, &overflow);
-        if (overflow) r_.FailValue(Begin(s), "alloc_micros out of range: nanoseconds overflow int64");
+        if (overflow) OutOfRange(Begin(s), "alloc_micros out of range: nanoseconds overflow int64");
         return true;
       }
       default: return false;
@@ -574,13 +586,14 @@ void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const Binary
   }
 }
 
-void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
-                      TraceBuilder& builder) {
+namespace {
+void ParseWhole(const uint8_t* data, size_t size, const std::string& kind, TraceBuilder& builder,
+                bool out_of_range_ok) {
   if (size == 0) {
     throw TraceFormatError::AtByte(0, "empty input: expected a StepStats or RunMetadata message");
   }
   builder.tables().kind = kind;
-  BinaryParser parser(data, data + size, builder);
+  BinaryParser parser(data, data + size, builder, out_of_range_ok);
   const Bytes all(reinterpret_cast<const char*>(data), size);
   if (kind == "RunMetadata") {
     parser.RunMetadata(all);
@@ -590,6 +603,21 @@ void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
   if (!parser.saw_known_field()) {
     throw TraceFormatError::AtByte(0, "no StepStats or RunMetadata field found: every top-level field is unknown");
   }
+}
+}  // namespace
+
+void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
+                      TraceBuilder& builder) {
+  ParseWhole(data, size, kind, builder, false);
+}
+
+uint64_t CountBinaryUnknownFields(const uint8_t* data, size_t size, const std::string& kind,
+                                  const ReleaseBehind::Release& release_read) {
+  TraceTables tables;
+  TraceBuilder builder(tables, false);
+  builder.SetReleaser(reinterpret_cast<const char*>(data), release_read);
+  ParseWhole(data, size, kind, builder, true);
+  return tables.unknown_fields;
 }
 
 }  // namespace tracecore

@@ -45,4 +45,12 @@ void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const Binary
 void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
                       TraceBuilder& builder);
 
+// The unknown fields of [data, data + size) read as a message of `kind`, with values out of
+// range (TraceFormatError::out_of_range) let through: how well a reading that failed only on
+// such a value fits, for choosing the kind of a dump (see ParseTrace). Throws
+// TraceFormatError as ParseBinaryProto does for anything else. The tables it builds are
+// dropped; `release_read` gets the pages it has passed (see ReleaseBehind).
+uint64_t CountBinaryUnknownFields(const uint8_t* data, size_t size, const std::string& kind,
+                                  const ReleaseBehind::Release& release_read = {});
+
 }  // namespace tracecore

@@ -32,10 +32,12 @@ class WireReader {
   [[noreturn]] void Fail(const uint8_t* at, const std::string& what) const {
     throw TraceFormatError::AtByte(offset(at), what);
   }
-  // A field whose value is invalid (see TraceFormatError::bad_value).
-  [[noreturn]] void FailValue(const uint8_t* at, const std::string& what) const {
+  // A field whose value is invalid (see TraceFormatError::bad_value), or out of range
+  // (TraceFormatError::out_of_range).
+  [[noreturn]] void FailValue(const uint8_t* at, const std::string& what, bool out_of_range = false) const {
     TraceFormatError e = TraceFormatError::AtByte(offset(at), what);
     e.bad_value = true;
+    e.out_of_range = out_of_range;
     throw e;
   }
 
