@@ -106,6 +106,7 @@ class ColumnArena {
   // `bytes` from the current slab (a new one when it is full), after a kMidHeader naming the
   // slab; null when no slab can be mapped. Called by AllocateMid for the thread's active arena.
   void* Allocate(size_t bytes);
+  bool enabled() const { return enabled_; }
 
  private:
   column_memory::Slab* slab_ = nullptr;

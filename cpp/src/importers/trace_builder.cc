@@ -54,7 +54,7 @@ bool DeriveOp(std::string_view label, bool has_label, std::string_view node_name
 
 }  // namespace
 
-TraceBuilder::TraceBuilder(TraceTables& out, bool arena) : arena_(arena), t_(out), arena_enabled_(arena) {
+TraceBuilder::TraceBuilder(TraceTables& out, bool arena) : arena_(arena), t_(out) {
   std::fill(std::begin(node_names_), std::end(node_names_), StringPool::kInvalidUtf8);
 }
 
@@ -264,7 +264,7 @@ void TraceBuilder::Reserve(const char* begin, size_t bytes, bool text) {
   text_ = text;
   const size_t stretch = kCalibrateEvents * TypicalBytesPerEvent(text);
   const bool measure = bytes / kCalibrateMinStretches >= stretch;
-  room_for_stretch_ = measure && arena_enabled_;
+  room_for_stretch_ = measure && arena_.enabled();
   ReserveRows(TypicalRows(room_for_stretch_ ? stretch + stretch / 4 : bytes, text));
   if (measure) calibrate_at_ = reinterpret_cast<uintptr_t>(begin) + stretch;
 }

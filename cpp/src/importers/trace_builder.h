@@ -265,7 +265,6 @@ class TraceBuilder {
   ReleaseBehind releaser_;
   // Reserve's input; whether the room is still for the first stretch only; the address at
   // which Consumed calls Calibrate (never, until Reserve arms it).
-  const bool arena_enabled_;
   const char* input_begin_ = nullptr;
   size_t input_bytes_ = 0;
   bool text_ = false;
