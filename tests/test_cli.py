@@ -241,6 +241,71 @@ def test_errors_are_one_line(capsys, argv, code, message) -> None:
     assert "Traceback" not in err
 
 
+def test_bad_arguments_are_usage_errors_not_internal_ones(capsys, tmp_path: Path) -> None:
+    # A thread count beyond C int used to reach the binding, whose TypeError quoted the whole
+    # decompressed sample (1.4 MB) as an "internal error".
+    code, out, err = run(capsys, "info", "--sample", "--threads", str(10**12))
+    assert code == 0 and err == "" and "2087 events" in out
+    with pytest.raises(SystemExit) as exited:  # argparse's own usage error
+        cli.main(["export", "--sample", "--parquet", str(tmp_path / "p"), "--compression", "bogus"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "invalid choice: 'bogus'" in err and "zstd" in err
+    assert not (tmp_path / "p").exists()
+    code, _, err = run(capsys, "export", "--sample", "--parquet", str(tmp_path / "p"), "--compression", "none")
+    assert code == 0 and err == "" and (tmp_path / "p" / "events.parquet").exists()
+
+
+def test_internal_errors_are_clipped(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(args):
+        raise RuntimeError("x" * 100_000)
+
+    monkeypatch.setattr(cli, "_cmd_info", boom)  # build_parser() reads it at each main()
+    code, _, err = run(capsys, "info", "--sample")
+    assert code == 3 and err.startswith("tracecore: internal error: RuntimeError: xxx")
+    assert len(err) < 500 and "(100000 characters)" in err and err.count("\n") == 1
+
+
+def test_files_that_are_no_trace_say_so(capsys, tmp_path: Path) -> None:
+    png = tmp_path / "pic.png"
+    png.write_bytes(PNG_MAGIC + bytes(40))
+    code, _, err = run(capsys, "info", str(png))
+    assert code == 2
+    assert err == f"tracecore: invalid trace: {png}: not a TensorFlow trace dump: the file is a PNG image\n"
+    # Text that does not start like protobuf text: format detection reads it as binary, but the
+    # error is the text parser's, at line 1.
+    script = tmp_path / "notes.py"
+    script.write_text('"""A module."""\nimport os\n')
+    code, _, err = run(capsys, "info", str(script))
+    assert code == 2
+    assert err.startswith(f"tracecore: invalid trace: {script}: line 1, column 1: expected a field name")
+    assert "(the file is text, but not protobuf text format)" in err
+    # A text dump read as binary: a hint.
+    code, _, err = run(capsys, "info", SEED0, "--format", "binary")
+    assert code == 2 and "byte offset" in err
+    assert err.rstrip().endswith("(the file looks like protobuf text: use format 'text' or 'auto')")
+
+
+def test_output_paths_are_checked_and_named(capsys, tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "x.json"
+    code, _, err = run(capsys, "export", "--sample", "--chrome", str(missing))
+    assert code == 1 and err == f"tracecore: {missing.parent}: no such directory (for {missing})\n"
+    code, _, err = run(capsys, "export", "--sample", "--chrome", str(tmp_path))
+    assert code == 1 and err == f"tracecore: {tmp_path}: is a directory; give a file name\n"
+    a_file = tmp_path / "pic.png"
+    a_file.write_bytes(b"x")
+    code, _, err = run(capsys, "export", "--sample", "--parquet", str(a_file))
+    assert code == 1 and "exists and is not a directory" in err and str(a_file) in err
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_plot_paths_are_checked_before_the_work(capsys, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "memory", "--sample", "--plot", str(tmp_path / "out.txt"))
+    assert code == 2 and out == "" and "use one of" in err and ".png" in err
+    code, out, err = run(capsys, "occupancy", "--sample", "--plot", str(tmp_path / "no" / "x.png"))
+    assert code == 1 and out == "" and "no such directory" in err
+
+
 def test_invalid_trace_error_says_where(capsys, tmp_path: Path) -> None:
     bad = tmp_path / "bad.pbtxt"
     bad.write_text('dev_stats {\n  device: "x"\n  node_stats { all_start_micros: "nope" }\n}\n')

@@ -144,6 +144,26 @@ def test_rank_and_step_from_regex_or_callable(run):
 
 
 # -- cross-trace queries ---------------------------------------------------------------------------
+def test_bad_arguments_name_themselves(ts, glob_pattern):
+    n = ts.traces.num_rows
+    with pytest.raises(IndexError, match=f"trace_id {n} out of range: this set has {n} files"):
+        ts.trace(n)
+    with pytest.raises(IndexError, match="out of range"):
+        ts.trace(-1)
+    with pytest.raises(TypeError, match="trace_id must be an int"):
+        ts.trace("0")
+    assert ts.trace(0).events.num_rows > 0
+    with pytest.raises(ValueError, match=r"^rank: .* is not a valid regex \(missing \)"):
+        tracecore.open_many(glob_pattern, rank=r"(rank\d+")
+    with pytest.raises(TypeError, match="strict must be True or False"):
+        tracecore.open_many(glob_pattern, strict="yes")
+    with pytest.raises(TypeError, match="threads must be an int"):
+        tracecore.open_many(glob_pattern, threads=2.0)
+    with pytest.raises(ValueError, match="compression must be one of"):
+        ts.to_parquet("never-written", compression="bogus")
+    assert not os.path.exists("never-written")
+
+
 def test_step_times(ts, run):
     st = ts.step_times()
     assert st.num_rows == RANKS * STEPS

@@ -212,6 +212,30 @@ def test_negative_threads_is_value_error(threads):
     assert "threads" in str(info.value)
 
 
+@pytest.mark.parametrize("threads", [1.5, None, "2", True, [2]])
+def test_threads_of_another_type_is_type_error(threads):
+    with pytest.raises(TypeError, match="threads must be an int"):
+        tracecore.open(SEED001, threads=threads)
+
+
+def test_huge_thread_counts_are_capped(seed001, tmp_path):
+    # Beyond C int, the value used to reach the binding and fail there (quoting its arguments).
+    for threads in (10**12, 2**63, 10**30):
+        t = tracecore.open(SEED001, threads=threads)
+        assert t.events.equals(seed001.events)
+    with gzip.open(tmp_path / "s.pbtxt.gz", "wb") as f:  # the bytes path of the binding
+        f.write(SEED001.read_bytes())
+    assert tracecore.open(tmp_path / "s.pbtxt.gz", threads=10**12).events.equals(seed001.events)
+
+
+def test_flags_must_be_bools():
+    # A string such as "no" would otherwise turn the cache on.
+    with pytest.raises(TypeError, match="cache must be True or False"):
+        tracecore.open(SEED001, cache="no")
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        tracecore.open(SEED001, progress="yes")
+
+
 @pytest.mark.parametrize("threads", [1, 2, 7])
 def test_thread_counts_give_identical_tables(threads, seed000):
     t = tracecore.open(SEED000, threads=threads)
@@ -322,6 +346,55 @@ def test_repr(seed000, seed001):
     assert f"{seed000.alloc_records.num_rows} allocation records" in r
     r1 = repr(seed001)
     assert "RunMetadata" in r1 and "292 events" in r1 and "2 device blocks" in r1
+
+
+def test_repr_of_a_bytes_path(seed001):
+    r = repr(tracecore.open(os.fsencode(SEED001)))
+    assert f"from {str(SEED001)!r}:" in r and "b'" not in r
+
+
+def test_public_namespace():
+    import inspect
+
+    assert not hasattr(tracecore, "annotations")
+    params = inspect.signature(tracecore.open_many).parameters
+    assert list(params)[:4] == ["paths", "rank", "step", "threads"]
+    assert "Args:" in tracecore.open_many.__doc__
+
+
+def test_files_that_are_no_trace_say_so(tmp_path):
+    png = tmp_path / "pic.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(png)
+    assert str(info.value) == f"{png}: not a TensorFlow trace dump: the file is a PNG image"
+    assert info.value.offset == 0 and info.value.path == str(png)
+    # gzip-compressed: the decompressed bytes are what is named
+    zipped = tmp_path / "pic.png.gz"
+    zipped.write_bytes(gzip.compress(b"%PDF-1.7\n" + bytes(100)))
+    with pytest.raises(tracecore.TraceFormatError, match="the file is a PDF document"):
+        tracecore.open(zipped)
+    # Text that format detection reads as binary (it does not start like protobuf text): the
+    # text parser's error, with its line and column.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("1. first\n2. second\n")
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(notes)
+    assert str(info.value).startswith(f"{notes}: line 1, column 1: expected a field name")
+    assert (info.value.line, info.value.column) == (1, 1)
+    # The same file read as binary on purpose keeps the binary error, and a text dump read as
+    # binary gets a hint.
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(SEED001, format="binary")
+    assert info.value.offset is not None
+    assert str(info.value).endswith("(the file looks like protobuf text: use format 'text' or 'auto')")
+    # A binary dump that fails is not re-explained.
+    bad = tmp_path / "bad.pb"
+    bad.write_bytes(b"\x0a\x05\x0a\x03abc\x12")  # truncated: a key with no value
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(bad)
+    assert "byte offset" in str(info.value)
+    assert "looks like" not in str(info.value) and "not protobuf text" not in str(info.value)
 
 
 def test_stats(seed000, seed001):

@@ -753,3 +753,34 @@ def test_seed_occupancy(seeds):
                        t.devices.column("device").to_pylist(),
                        t.devices.column("kind").to_pylist()))
     assert rows(t.occupancy()) == qo.occupancy(starts, ends, dev, devices)
+
+
+def test_query_arguments_are_checked(seeds):
+    import numpy as np
+
+    t = seeds[0][0]
+    # Bounds are int64 nanoseconds: a float would be truncated, 2**64 does not fit.
+    with pytest.raises(TypeError, match="start_ns must be an int"):
+        t.window(0.5, 10)
+    with pytest.raises(TypeError, match="end_ns must be an int"):
+        t.window(0, True)
+    with pytest.raises(ValueError, match="end_ns must fit in int64"):
+        t.window(0, 2**64)
+    assert t.window(np.int64(0), np.int64(2**62)).to_pylist() == list(range(len(t)))
+    with pytest.raises(TypeError, match="bin_ns must be an int"):
+        t.occupancy(bin_ns=1.5)
+    with pytest.raises(ValueError, match="bin_ns must be a positive"):
+        t.occupancy(bin_ns=0)
+    assert t.occupancy(bin_ns=np.int64(10**6)).equals(t.occupancy(bin_ns=10**6))
+    with pytest.raises(TypeError, match="same_device must be True or False"):
+        t.overlaps(same_device="no")
+    assert t.overlaps(same_device=np.bool_(False)).equals(t.overlaps(same_device=False))
+    # An allocator the trace does not have is a KeyError naming those it has, in both replays
+    # (it used to give empty tables), and a list is a TypeError.
+    for source in ("records", "tensors"):
+        with pytest.raises(KeyError, match=f"no allocator 'nosuch' in the {source}; allocators: .*GPU_0_bfc"):
+            t.replay(source=source, allocator="nosuch")
+        with pytest.raises(TypeError, match="allocator must be a str or None"):
+            t.replay(source=source, allocator=["cpu"])
+        peaks = t.replay(source=source, allocator="GPU_0_bfc").peaks
+        assert peaks["allocator"].to_pylist() == ["GPU_0_bfc"]

@@ -8,14 +8,8 @@
 from __future__ import annotations
 
 from ._core import TraceFormatError
+from .dataset import open_many
 from .trace import Trace, open, sample_path
-
-
-def open_many(*args, **kwargs):
-    """Opens many traces (steps x workers) as one :class:`tracecore.dataset.TraceSet`."""
-    from .dataset import open_many as _open_many
-
-    return _open_many(*args, **kwargs)
 
 
 def read_listing(path):
@@ -41,3 +35,5 @@ try:
     __version__ = _version("tracecore")
 except Exception:  # pragma: no cover - running from a source tree without metadata
     __version__ = "0.0.0"
+
+del annotations  # from the __future__ import: not part of the package

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from . import __version__
 from ._arrow import to_numpy
 from ._core import TraceFormatError
+from .export import PARQUET_CODECS
 from .trace import Trace, open, sample_path
 
 _MB = 1e6
@@ -72,6 +73,11 @@ def _size(n_bytes: float) -> str:
     if n < 1e9:
         return f"{n_bytes / 1e6:.2f} MB"
     return f"{n_bytes / 1e9:.2f} GB"
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 block``, ``7 blocks``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _short(name: str, width: int) -> str:
@@ -203,7 +209,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     s = t.stats
     mb = s["bytes"] / _MB
     print(f"file      {t.source}")
-    print(f"kind      {t.kind} ({t.format}), {mb:.2f} MB")
+    print(f"kind      {t.kind} ({t.format}), {_size(s['bytes'])}")
     secs = s["parse_seconds"]
     rate = f"{mb / secs:.0f} MB/s, {s['events'] / secs:,.0f} events/s" if secs > 0 else "-"
     print(
@@ -220,7 +226,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(f"span      {_ms(span)} ms")
     print()
     devices = device_summary(t)
-    print(f"devices ({t.devices.num_rows} blocks)")
+    print(f"devices ({_count(t.devices.num_rows, 'block')})")
     _print_table(
         ["device", "kind", "blocks", "events", "busy ms", "util %", "max conc"],
         [
@@ -284,7 +290,19 @@ def _cmd_top(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_plot(args: argparse.Namespace) -> None:
+    """A --plot that cannot be written fails before the trace is read."""
+    if args.plot:
+        from .plots import check_plot_path
+
+        try:
+            check_plot_path(args.plot)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+
+
 def _cmd_memory(args: argparse.Namespace) -> int:
+    _check_plot(args)
     t = _open(args)
     records, tensors, allocators = _peaks(t)
     known = sorted(set(records.allocators) | set(tensors.allocators))
@@ -365,10 +383,11 @@ def _strip(fractions: np.ndarray) -> str:
 
 
 def _cmd_occupancy(args: argparse.Namespace) -> int:
+    _check_plot(args)
     t = _open(args)
     devices = device_summary(t)
     print(
-        f"busy time per device ({t.devices.num_rows} blocks; busy summed over each device's "
+        f"busy time per device ({_count(t.devices.num_rows, 'block')}; busy summed over each device's "
         f"blocks, utilization = busy / span)"
     )
     _print_table(
@@ -591,7 +610,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--parquet", metavar="DIR", help="one Parquet file per table + tracecore.json"
     )
     target.add_argument("--chrome", metavar="OUT.json[.gz]", help="Chrome trace-event JSON")
-    p.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")
+    p.add_argument(
+        "--compression",
+        default="zstd",
+        choices=PARQUET_CODECS,
+        help="Parquet compression (default zstd)",
+    )
     p.add_argument("--no-memory", action="store_true", help="Chrome trace without memory counters")
     p.set_defaults(func=_cmd_export)
 
@@ -645,11 +669,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as e:  # noqa: BLE001 - the CLI promises one line, not a traceback
         print(
-            f"tracecore: internal error: {type(e).__name__}: {e} "
+            f"tracecore: internal error: {type(e).__name__}: {_clipped(str(e))} "
             f"(TRACECORE_DEBUG=1 shows the traceback)",
             file=sys.stderr,
         )
         return 3
+
+
+def _clipped(message: str, limit: int = 300) -> str:
+    """``message`` cut to ``limit`` characters: an error may quote its (large) arguments."""
+    return message if len(message) <= limit else message[:limit] + f"... ({len(message)} characters)"
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from . import _core
 from ._core import TraceFormatError
-from .trace import Trace
+from .trace import Trace, check_flag, check_threads
 from .trace import open as _open_trace
 
 #: Columns TraceSet adds in front of every table, in this order.
@@ -110,7 +110,10 @@ def _key_extractor(spec: Any, default: str, what: str) -> Callable[[str], Any]:
     if spec is None:
         spec = re.compile(default, re.IGNORECASE)
     elif isinstance(spec, str):
-        spec = re.compile(spec)
+        try:
+            spec = re.compile(spec)
+        except re.error as e:
+            raise ValueError(f"{what}: {spec!r} is not a valid regex ({e})") from None
     elif not isinstance(spec, re.Pattern):
         raise TypeError(f"{what} must be a regex or a callable(path) -> value, not {spec!r}")
     pattern = spec
@@ -269,8 +272,8 @@ def open_many(
             time column becomes ``raw - offset``.
         format: passed to :func:`tracecore.open` (``"auto"``, ``"text"``, ``"binary"``).
     """
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
-        raise ValueError(f"threads must be a non-negative int, not {threads!r}")
+    threads = check_threads(threads)
+    strict = check_flag(strict, "strict")
     align = _check_align(align)
     files = resolve_paths(paths)
     ranks, rank_type = _normalise_keys(
@@ -416,7 +419,12 @@ class TraceSet:
         return t.filter(pc.equal(t["status"], "error"))
 
     def trace(self, trace_id: int) -> Trace:
-        """The :class:`~tracecore.Trace` of one file (raw clocks, as tracecore.open returns it)."""
+        """The :class:`~tracecore.Trace` of one file (raw clocks, as tracecore.open returns it).
+        ``trace_id``: the file's row in :attr:`traces` (0 to the number of files - 1)."""
+        if not isinstance(trace_id, (int, np.integer)) or isinstance(trace_id, bool):
+            raise TypeError(f"trace_id must be an int, not {type(trace_id).__name__}")
+        if not 0 <= trace_id < len(self._traces):
+            raise IndexError(f"trace_id {trace_id} out of range: this set has {len(self._traces)} files (0 to {len(self._traces) - 1})")
         t = self._traces[trace_id]
         if t is None:
             raise ValueError(
@@ -868,6 +876,9 @@ class TraceSet:
         import pyarrow.dataset as ds
         import pyarrow.parquet as pq
 
+        from .export import check_parquet_compression
+
+        check_parquet_compression(compression)
         out = Path(directory)
         partition_by = list(partition_by)
         names = list(tables) if tables is not None else list(_core.TABLE_NAMES)

@@ -140,13 +140,26 @@ def _compact_dictionary(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
 # Parquet
 
 
+# Parquet codecs (pyarrow's names, case-insensitive; "none" writes uncompressed).
+PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
+
+
+def check_parquet_compression(compression: object) -> None:
+    """Raises ValueError (with the choices) for a codec Parquet export does not take."""
+    if not isinstance(compression, str) or compression.lower() not in PARQUET_CODECS:
+        raise ValueError(f"compression must be one of {', '.join(PARQUET_CODECS)}, not {compression!r}")
+
+
 def to_parquet(
     trace: Trace, directory: str | os.PathLike[str], *, compression: str = "zstd"
 ) -> Path:
     """Writes one ``<table>.parquet`` per table and ``tracecore.json`` into ``directory``
     (created if needed; files of the same names are replaced). Returns the directory."""
     import pyarrow.parquet as pq  # here, not at the top: a cache hit should not pay for it
+    check_parquet_compression(compression)
     out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: exists and is not a directory (Parquet export writes a directory)")
     out.mkdir(parents=True, exist_ok=True)
     meta = trace_meta(trace)
     meta["tables"] = {}
@@ -326,6 +339,20 @@ def chrome_trace_events(
                 )
 
 
+def _checked_output_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a file to write, checked first so that errors name it (not the temporary
+    file it is written through)."""
+    out = Path(path)
+    if out.is_dir() or not out.name or out.name in (".", ".."):
+        raise IsADirectoryError(f"{path}: is a directory; give a file name")
+    parent = out.parent
+    if not parent.exists():
+        raise FileNotFoundError(f"{parent}: no such directory (for {out})")
+    if not parent.is_dir():
+        raise NotADirectoryError(f"{parent}: not a directory (for {out})")
+    return out
+
+
 def to_chrome_trace(
     trace: Trace, path: str | os.PathLike[str], *, show_memory: bool = True
 ) -> Path:
@@ -338,7 +365,7 @@ def to_chrome_trace(
     counter series (``"ph": "C"``) per allocator from the record replay, in an "Allocators"
     process. Gzip-compressed when the name ends in ``.gz``. Written streaming, in batches, to a
     temporary file renamed into place at the end."""
-    out = Path(path)
+    out = _checked_output_file(path)
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         raw: IO[bytes]

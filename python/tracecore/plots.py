@@ -33,6 +33,33 @@ def _figure(width: float, height: float) -> Any:
     return fig
 
 
+def check_plot_path(path: str | os.PathLike[str]) -> Path:
+    """Checks, before any work is done, that an image can be written to ``path``: matplotlib is
+    installed, the extension is a format it writes, and the directory exists.
+
+    Raises:
+        ImportError: no matplotlib.
+        ValueError: the extension is missing or not an image format matplotlib writes.
+        FileNotFoundError / NotADirectoryError: where the file would go is not a directory.
+    """
+    out = Path(path)
+    formats = _figure(1, 1).canvas.get_supported_filetypes()
+    extension = out.suffix.lower().lstrip(".")
+    if extension not in formats:
+        raise ValueError(
+            f"{out}: the image format comes from the file name's extension; "
+            f"use one of {', '.join('.' + f for f in sorted(formats))}"
+        )
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.exists():
+        raise FileNotFoundError(f"{parent}: no such directory (for the plot {out})")
+    if not parent.is_dir():
+        raise NotADirectoryError(f"{parent}: not a directory (for the plot {out})")
+    if out.is_dir():
+        raise IsADirectoryError(f"{out}: is a directory; give the plot a file name")
+    return out
+
+
 def trace_start_ns(trace: Trace) -> int:
     """The earliest event start (the time origin of the plots and of the CLI's tables)."""
     starts = trace.table("events")["start_ns"]

@@ -91,6 +91,12 @@ class MemoryReplay:
         return f"<MemoryReplay source={self.source!r} peaks {{{parts}}}>"
 
 
+def _allocators(trace, source: str) -> list[str]:
+    """The allocator names that ``source`` (records or tensors) of ``trace`` holds, sorted."""
+    column = (trace.alloc_records if source == "records" else trace.tensors)["allocator"]
+    return sorted(str(a) for a in pc.unique(column.cast(pa.string())).to_pylist())
+
+
 def replay(trace, source: str, allocator: str | None, baseline: str | None) -> MemoryReplay:
     if source not in ("records", "tensors"):
         raise ValueError(f"source must be 'records' or 'tensors', not {source!r}")
@@ -98,7 +104,13 @@ def replay(trace, source: str, allocator: str | None, baseline: str | None) -> M
         raise ValueError(f"baseline must be None or 'snapshot', not {baseline!r}")
     if baseline is not None and source != "records":
         raise ValueError("baseline='snapshot' applies to source='records' only")
+    if allocator is not None and not isinstance(allocator, str):
+        raise TypeError(f"allocator must be a str or None, not {type(allocator).__name__} {allocator!r}")
     snapshot = baseline == "snapshot"
+    if allocator is not None:
+        known = _allocators(trace, source)
+        if allocator not in known:
+            raise KeyError(f"no allocator {allocator!r} in the {source}; allocators: {known}")
     if source == "tensors":
         return MemoryReplay(trace, source, _core.replay(trace._core, source, allocator, snapshot))
     capsules = _core.replay(trace._core, source, allocator, snapshot, False)

@@ -20,6 +20,22 @@ from .replay import MemoryReplay, replay
 
 _FORMATS = ("auto", "text", "binary")
 _GZIP_MAGIC = b"\x1f\x8b"
+# How much of a file's start is read to explain a parse error (and what format detection reads).
+_HEAD_BYTES = 65536
+# Files that are certainly not trace dumps, by their first bytes.
+_NOT_TRACES = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF-", "a PDF document"),
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"\x7fELF", "an ELF executable"),
+    (b"BZh", "bzip2-compressed (decompress it first)"),
+    (b"\xfd7zXZ\x00", "xz-compressed (decompress it first)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first)"),
+    (b"PAR1", "a Parquet file (open the directory Trace.to_parquet wrote)"),
+)
+_TEXT_WHITESPACE = b" \t\r\n\f\v"
 
 
 def sample_path() -> Path:
@@ -27,11 +43,78 @@ def sample_path() -> Path:
     return Path(str(resources.files("tracecore") / "data" / "sample_lstm_step.pbtxt.gz"))
 
 
+# Parser threads beyond this are capped: the core never runs more threads than it has cores.
+_MAX_THREADS = 1024
+
+
+def check_threads(threads: object, what: str = "threads") -> int:
+    """``threads`` checked (an int >= 0) and capped at a value the core accepts."""
+    if not isinstance(threads, int) or isinstance(threads, bool):
+        raise TypeError(f"{what} must be an int >= 0, not {type(threads).__name__} {threads!r}")
+    if threads < 0:
+        raise ValueError(f"{what} must be >= 0, not {threads}")
+    return min(threads, _MAX_THREADS)
+
+
+def check_flag(value: object, what: str) -> bool:
+    """``value`` if it is a bool; a string such as ``"no"`` would otherwise read as true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, not {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def check_ns(value: object, what: str) -> int:
+    """``value`` checked as an int64 number of nanoseconds (an int, not a float that would be
+    truncated)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int (nanoseconds), not {type(value).__name__} {value!r}")
+    value = int(value)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{what} must fit in int64 (nanoseconds), not {value}")
+    return value
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """No control bytes other than whitespace: what format detection takes for text."""
+    return not any(c < 0x20 and c not in _TEXT_WHITESPACE for c in head) and b"\x7f" not in head
+
+
+def _explained(error: TraceFormatError, head: bytes, format: str) -> TraceFormatError:
+    """``error``, or a clearer one when the file is plainly no trace or was read in the wrong
+    format: a known file type by its first bytes; a text file (no control bytes) that format
+    detection read as binary because it does not start like protobuf text (the text parser's
+    error says what is wrong at line 1); a text-looking file read with ``format="binary"``."""
+    for magic, what in _NOT_TRACES:
+        if head.startswith(magic):
+            explained = TraceFormatError(f"not a TensorFlow trace dump: the file is {what}")
+            explained.offset = 0
+            return explained
+    if getattr(error, "offset", None) is not None and head.strip(_TEXT_WHITESPACE) and _looks_like_text(head):
+        if format == "binary":
+            return _with_message(error, f"{error} (the file looks like protobuf text: use format 'text' or 'auto')")
+        try:
+            _core.open_bytes(head, "text", 1)
+        except TraceFormatError as text_error:
+            return _with_message(
+                text_error, f"{text_error} (the file is text, but not protobuf text format)"
+            )
+    return error
+
+
+def _with_message(error: TraceFormatError, message: str) -> TraceFormatError:
+    """A copy of ``error`` (same position attributes) with ``message``."""
+    copy = TraceFormatError(message)
+    copy.line = getattr(error, "line", None)
+    copy.column = getattr(error, "column", None)
+    copy.offset = getattr(error, "offset", None)
+    return copy
+
+
 def _reraise_with_path(error: TraceFormatError, path: str) -> TraceFormatError:
-    located = TraceFormatError(f"{path}: {error}")
-    located.line = getattr(error, "line", None)
-    located.column = getattr(error, "column", None)
-    located.offset = getattr(error, "offset", None)
+    located = _with_message(error, f"{path}: {error}")
     located.path = path
     return located
 
@@ -41,7 +124,7 @@ def _read_gzip(path: str) -> bytes:
         with gzip.open(path, "rb") as f:
             return f.read()
     except (OSError, EOFError, zlib.error) as e:
-        raise TraceFormatError(f"{path}: corrupt or truncated gzip data ({e})") from None
+        raise TraceFormatError(f"corrupt or truncated gzip data ({e})") from None
 
 
 def open(
@@ -58,7 +141,8 @@ def open(
         path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``);
             gzip-compressed files are decompressed transparently.
         format: ``"auto"`` (detect), ``"text"`` or ``"binary"``.
-        threads: parser threads; 0 uses every core.
+        threads: parser threads; 0 uses every core (values above the number of cores are
+            capped).
         cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the
             file's path, size and mtime and the tracecore version; an unchanged file is then
             memory-mapped from the cache instead of parsed. A directory written by
@@ -68,11 +152,15 @@ def open(
     Raises:
         TraceFormatError: the file is not a valid trace (the message says where and why).
         OSError: the file cannot be read.
+        TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
+            ``progress`` not a bool).
+        ValueError: ``format`` is not one of the three, or ``threads`` is negative.
     """
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {_FORMATS}, not {format!r}")
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
-        raise ValueError(f"threads must be a non-negative int, not {threads!r}")
+    threads = check_threads(threads)
+    cache = check_flag(cache, "cache")
+    progress = check_flag(progress, "progress")
     path_str = os.fspath(path)
     if os.path.isdir(path_str):
         from .export import open_parquet_dir
@@ -91,17 +179,19 @@ def _open_parsed(path_str: str, *, format: str, threads: int, progress: bool) ->
     from .progress import Progress
 
     with builtins.open(path_str, "rb") as f:
-        magic = f.read(2)
+        head = f.read(_HEAD_BYTES)
         st = os.fstat(f.fileno())
     label = f"parsing {os.path.basename(path_str)}"
     try:
         with Progress(label, st.st_size, enabled=progress):
-            if magic == _GZIP_MAGIC:
-                core = _core.open_bytes(_read_gzip(path_str), format, threads)
+            if head[:2] == _GZIP_MAGIC:
+                data = _read_gzip(path_str)
+                head = data[:_HEAD_BYTES]
+                core = _core.open_bytes(data, format, threads)
             else:
                 core = _core.open_file(path_str, format, threads)
     except TraceFormatError as e:
-        raise _reraise_with_path(e, path_str) from None
+        raise _reraise_with_path(_explained(e, head, format), path_str) from None
     # The identity of the parsed file (taken before parsing): exports record it so that a
     # reopened copy re-parses the source for queries only if it is still the same file.
     source = {"source": os.path.abspath(path_str), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
@@ -308,12 +398,20 @@ class Trace:
             r_mask = np.ones(len(self), dtype=np.uint8)
         if r_mask is not None and l_mask is None:
             l_mask = np.ones(len(self), dtype=np.uint8)
-        return table_from_capsules(_core.overlaps(self._core, l_mask, r_mask, bool(same_device)))
+        same_device = check_flag(same_device, "same_device")
+        return table_from_capsules(_core.overlaps(self._core, l_mask, r_mask, same_device))
 
     def window(self, start_ns: int, end_ns: int) -> pa.Array:
         """Ids (ascending) of the events active in ``[start_ns, end_ns)``: those with
-        ``start_ns < end`` and ``start < end_ns``. Uses an interval index built once per trace."""
-        return array(_core.window(self._core, int(start_ns), int(end_ns)), pa.int64())
+        ``start_ns < end`` and ``start < end_ns``. Uses an interval index built once per trace.
+
+        Raises:
+            TypeError: a bound that is not an int (a float would be truncated).
+            ValueError: a bound outside int64.
+        """
+        start_ns = check_ns(start_ns, "start_ns")
+        end_ns = check_ns(end_ns, "end_ns")
+        return array(_core.window(self._core, start_ns, end_ns), pa.int64())
 
     def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
         """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
@@ -321,11 +419,11 @@ class Trace:
         every time bin (a utilization timeline)."""
         if by != "device":
             raise ValueError(f"occupancy is computed per device block; by must be 'device', not {by!r}")
-        if bin_ns is not None and (int(bin_ns) <= 0):
-            raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
-        return table_from_capsules(
-            _core.occupancy(self._core, None if bin_ns is None else int(bin_ns))
-        )
+        if bin_ns is not None:
+            bin_ns = check_ns(bin_ns, "bin_ns")
+            if bin_ns <= 0:
+                raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
+        return table_from_capsules(_core.occupancy(self._core, bin_ns))
 
     def replay(
         self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None
@@ -333,7 +431,8 @@ class Trace:
         """Replays memory per allocator. ``source="records"`` replays the allocation records;
         ``source="tensors"`` reproduces TensorFlow timeline.py's tensor-lifetime model exactly.
         ``baseline="snapshot"`` (records only) aligns the level with the allocator's first
-        ``allocator_bytes_in_use`` snapshot."""
+        ``allocator_bytes_in_use`` snapshot. ``allocator``: replay that allocator only (a
+        ``KeyError`` names the allocators when the trace has no such one)."""
         return replay(self, source, allocator, baseline)
 
     def op_stats(self, by: str = "op") -> pa.Table:
@@ -379,8 +478,9 @@ class Trace:
         s = self.stats
         mb = s["bytes"] / 1e6
         origin = f", from {s['loaded_from']}" if "loaded_from" in s else ""
+        source = os.fsdecode(self._source) if self._source is not None else None
         return (
-            f"<tracecore.Trace {self.kind} ({self.format}, {mb:.1f} MB{origin}) from "
-            f"{self._source!r}: {s['events']} events on {s['devices']} device blocks, "
+            f"<tracecore.Trace {self.kind} ({self.format}, {mb:.2f} MB{origin}) from "
+            f"{source!r}: {s['events']} events on {s['devices']} device blocks, "
             f"{s['tensors']} tensors, {s['alloc_records']} allocation records>"
         )
