@@ -714,6 +714,13 @@ def _node(name: str) -> bytes:  # GraphDef.node { name: <name> }, one-byte name
 # Hand-made binary inputs (found by the random tests, or outside what protobuf ever writes),
 # each checked against protobuf's parse of the same bytes.
 BINARY_CASES = {
+    # step_stats { <unknown 2: ""> } (which reads as a StepStats' first DeviceStepStats with an
+    # empty node_stats, so StepStats is guessed), 70 more empty step_stats, then three
+    # partition_graphs: past the first 64 top-level fields that the kind guess looks at. The
+    # StepStats reading has 3 unknown fields, the RunMetadata reading 1: RunMetadata it is.
+    "runmetadata_graphs_after_64_top_level_fields": (
+        b"\x0a\x02\x12\x00" + b"\x0a\x00" * 70 + b"\x1a\x05\x0a\x03\x0a\x01a" * 3
+    ),
     # function_graphs { post_optimization_graph {} post_optimization_graph { node { name: "a" } } }:
     # a singular message field seen twice is one GraphDef (protobuf merges), graph_index 0.
     "singular_graph_twice_is_one_graph": bytes.fromhex("22091a001a050a030a0161"),

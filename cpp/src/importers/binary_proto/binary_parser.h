@@ -16,8 +16,10 @@ namespace tracecore {
 // page it passes. Given `release_walked` (see ReleaseBehind), they hand it what they have
 // passed every 32 MB.
 
-// "StepStats" or "RunMetadata": binary dumps carry no marker, so this looks one level into
-// field 1 (see docs). Never throws; malformed input is left for the parser to report.
+// "StepStats" or "RunMetadata", the kind to read first (ParseBinaryEitherKind decides): binary
+// dumps carry no marker, so this looks at the first 64 top-level fields (RunMetadata's fields
+// 2..5 decide it) and one level into the first field 1. Never throws; malformed input is left
+// for the parser to report.
 std::string DetectBinaryKind(const uint8_t* data, size_t size,
                              const ReleaseBehind::Release& release_walked = {});
 
