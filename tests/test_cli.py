@@ -229,7 +229,8 @@ def test_bench(capsys: pytest.CaptureFixture[str]) -> None:
         (
             ["memory", SEED0, "--allocator", "nope"],
             2,
-            "tracecore memory: error: no allocator 'nope'",
+            "tracecore memory: error: no allocator 'nope'; allocators: '' (tensors without an "
+            "allocator), 'GPU_0_bfc', 'cpu', 'cpu_pool', 'cuda_host_bfc'",
         ),
         (["info", SEED0, "--format", "binary"], 2, "tracecore: invalid trace: "),
     ],

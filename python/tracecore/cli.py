@@ -307,7 +307,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     records, tensors, allocators = _peaks(t)
     known = sorted(set(records.allocators) | set(tensors.allocators))
     if args.allocator is not None and args.allocator not in known:
-        names = ", ".join(repr(a) for a in known) or "none"
+        names = ", ".join(repr(a) if a else "'' (tensors without an allocator)" for a in known) or "none"
         raise UsageError(f"no allocator {args.allocator!r}; allocators: {names}")
     if not allocators and args.allocator is None:
         print("no memory held (no allocation records and no output tensors with bytes)")
