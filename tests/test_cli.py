@@ -229,8 +229,10 @@ def test_bench(capsys: pytest.CaptureFixture[str]) -> None:
         (
             ["memory", SEED0, "--allocator", "nope"],
             2,
-            "tracecore memory: error: no allocator 'nope'; allocators: '' (tensors without an "
-            "allocator), 'GPU_0_bfc', 'cpu', 'cpu_pool', 'cuda_host_bfc'",
+            (
+                "tracecore memory: error: no allocator 'nope'; allocators: '' (tensors without an "
+                "allocator), 'GPU_0_bfc', 'cpu', 'cpu_pool', 'cuda_host_bfc'"
+            ),
         ),
         (["info", SEED0, "--format", "binary"], 2, "tracecore: invalid trace: "),
     ],
@@ -254,6 +256,8 @@ def test_bad_arguments_are_usage_errors_not_internal_ones(capsys, tmp_path: Path
     assert not (tmp_path / "p").exists()
     code, _, err = run(capsys, "export", "--sample", "--parquet", str(tmp_path / "p"), "--compression", "none")
     assert code == 0 and err == "" and (tmp_path / "p" / "events.parquet").exists()
+    code, _, err = run(capsys, "export", "--sample", "--parquet", str(tmp_path / "q"), "--compression", "ZSTD")
+    assert code == 0 and err == "" and (tmp_path / "q" / "events.parquet").exists()
 
 
 def test_internal_errors_are_clipped(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -283,7 +287,7 @@ def test_files_that_are_no_trace_say_so(capsys, tmp_path: Path) -> None:
     # A text dump read as binary: a hint.
     code, _, err = run(capsys, "info", SEED0, "--format", "binary")
     assert code == 2 and "byte offset" in err
-    assert err.rstrip().endswith("(the file looks like protobuf text: use format 'text' or 'auto')")
+    assert err.rstrip().endswith("(the file looks like text, not a binary dump: use format 'text' or 'auto')")
 
 
 def test_output_paths_are_checked_and_named(capsys, tmp_path: Path) -> None:
@@ -292,6 +296,9 @@ def test_output_paths_are_checked_and_named(capsys, tmp_path: Path) -> None:
     assert code == 1 and err == f"tracecore: {missing.parent}: no such directory (for {missing})\n"
     code, _, err = run(capsys, "export", "--sample", "--chrome", str(tmp_path))
     assert code == 1 and err == f"tracecore: {tmp_path}: is a directory; give a file name\n"
+    if os.path.isdir("/sys/kernel"):  # sysfs: no new files there, not even for root
+        code, _, err = run(capsys, "export", "--sample", "--chrome", "/sys/x.json")
+        assert code == 1 and "'/sys/x.json'" in err and ".tmp" not in err
     a_file = tmp_path / "pic.png"
     a_file.write_bytes(b"x")
     code, _, err = run(capsys, "export", "--sample", "--parquet", str(a_file))
@@ -304,7 +311,7 @@ def test_plot_paths_are_checked_before_the_work(capsys, tmp_path: Path) -> None:
     code, out, err = run(capsys, "memory", "--sample", "--plot", str(tmp_path / "out.txt"))
     assert code == 2 and out == "" and "use one of" in err and ".png" in err
     code, out, err = run(capsys, "occupancy", "--sample", "--plot", str(tmp_path / "no" / "x.png"))
-    assert code == 1 and out == "" and "no such directory" in err
+    assert code == 2 and out == "" and "no such directory" in err
 
 
 def test_invalid_trace_error_says_where(capsys, tmp_path: Path) -> None:

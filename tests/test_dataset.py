@@ -148,11 +148,12 @@ def test_bad_arguments_name_themselves(ts, glob_pattern):
     n = ts.traces.num_rows
     with pytest.raises(IndexError, match=f"trace_id {n} out of range: this set has {n} files"):
         ts.trace(n)
-    with pytest.raises(IndexError, match="out of range"):
-        ts.trace(-1)
     with pytest.raises(TypeError, match="trace_id must be an int"):
         ts.trace("0")
     assert ts.trace(0).events.num_rows > 0
+    assert ts.trace(-1) is ts.trace(n - 1)  # negative ids count from the end
+    with pytest.raises(IndexError, match="out of range"):
+        ts.trace(-n - 1)
     with pytest.raises(ValueError, match=r"^rank: .* is not a valid regex \(missing \)"):
         tracecore.open_many(glob_pattern, rank=r"(rank\d+")
     with pytest.raises(TypeError, match="strict must be True or False"):
@@ -161,7 +162,11 @@ def test_bad_arguments_name_themselves(ts, glob_pattern):
         tracecore.open_many(glob_pattern, threads=2.0)
     with pytest.raises(ValueError, match="compression must be one of"):
         ts.to_parquet("never-written", compression="bogus")
+    with pytest.raises(ValueError, match="compression must be one of"):
+        ts.to_parquet("never-written", compression={"start_ns": "bogus"})
     assert not os.path.exists("never-written")
+    with pytest.raises(TypeError, match="start_ns must be an int"):
+        ts.window(0.5, 10)
 
 
 def test_step_times(ts, run):

@@ -721,6 +721,14 @@ BINARY_CASES = {
     "runmetadata_graphs_after_64_top_level_fields": (
         b"\x0a\x02\x12\x00" + b"\x0a\x00" * 70 + b"\x1a\x05\x0a\x03\x0a\x01a" * 3
     ),
+    # The same start, then a step_stats whose DeviceStepStats' device is 128 bytes of "a" behind
+    # a length that makes the StepStats reading a device name of bytes 0x0a 0x80 ... (not UTF-8),
+    # then a partition graph. Guessed StepStats from the first 64 fields, that reading fails on
+    # a bad value; the whole walk guesses RunMetadata (found by review), which reads.
+    "runmetadata_graph_after_64_fields_behind_a_bad_stepstats_string": (
+        b"\x0a\x02\x12\x00" + b"\x0a\x00" * 70 + b"\x0a\x86\x01\x0a\x83\x01\x0a\x80\x01"
+        + b"a" * 128 + b"\x1a\x05\x0a\x03\x0a\x01a"
+    ),
     # function_graphs { post_optimization_graph {} post_optimization_graph { node { name: "a" } } }:
     # a singular message field seen twice is one GraphDef (protobuf merges), graph_index 0.
     "singular_graph_twice_is_one_graph": bytes.fromhex("22091a001a050a030a0161"),
@@ -749,6 +757,13 @@ BINARY_CASES = {
 
 # Hand-made binary StepStats inputs, as above.
 BINARY_STEPSTATS_CASES = {
+    # dev_stats { device: "/job:localhost/..." thread_names { key: 2^31 value: " " } }
+    # dev_stats { thread_names { <unknown 5: 0> value: "" } } (found by
+    # test_random_binary_mutated with 1000 examples): protobuf (upb) keeps a map entry that
+    # holds an unknown field as one unknown field of the DeviceStepStats, not as an entry.
+    "thread_names_entry_with_an_unknown_field_is_not_an_entry": bytes.fromhex(
+        "0a390a2c2f6a6f623a6c6f63616c686f73742f7265706c6963613a302f7461736b3a302f6465766963653a47"
+        "50553a301a090880808080081201200a061a0428001200"),
     # dev_stats { device: "x: 1" node_stats { node_name: "a" all_start_micros: 1
     # op_end_rel_micros: 10^18 } device: "/job" } (found by test_random_wire_variants): the
     # device name "x: 1" also reads as a DeviceStepStats, so RunMetadata is guessed, and that
@@ -778,6 +793,21 @@ def test_binary_cases(case, workdir):
     msg = cls.FromString(data)
     assert msg.ByteSize() > 0
     expect_open_binary(workdir, data, msg, f"binary case {case!r}")
+
+
+def test_map_entry_with_unknown_fields_is_one_unknown_field(workdir):
+    # thread_names entries: key 1 "a" with an unknown varint field 5 (twice) in the middle,
+    # then a plain entry key 2 "b".
+    entry_unknown = bytes.fromhex("0801" "2800" "2801" "120161")
+    entry_plain = bytes.fromhex("0802120162")
+    device = (b"\x0a\x02/x" + b"\x1a" + bytes([len(entry_unknown)]) + entry_unknown
+              + b"\x1a" + bytes([len(entry_plain)]) + entry_plain)
+    data = b"\x0a" + bytes([len(device)]) + device
+    msg = tp.StepStats.FromString(data)
+    assert dict(msg.dev_stats[0].thread_names) == {2: "b"} and count_unknown(msg) == 1
+    t = tracecore.open(write(workdir, data, ".pb"))
+    assert t.thread_names.to_pylist() == [{"device_index": 0, "thread_id": 2, "name": "b"}]
+    assert t.stats["unknown_fields"] == 1
 
 
 def test_graph_index_follows_protobuf_order(workdir):

@@ -283,6 +283,26 @@ def test_parquet_reopen_queries_refuse_changed_or_missing_source(tmp_path: Path)
     source.unlink()
     with pytest.raises(export.SourceUnavailableError, match="no longer there"):
         tracecore.open(out).overlaps()
+    # Arguments are checked before the source is looked for.
+    stored = tracecore.open(out)
+    with pytest.raises(TypeError, match="start_ns must be an int"):
+        stored.window(0.5, 1)
+    with pytest.raises(TypeError, match="bin_ns must be an int"):
+        stored.occupancy(bin_ns=1.5)
+    with pytest.raises(ValueError, match="source must be"):
+        stored.replay(source="nope")
+    with pytest.raises(TypeError, match="same_device must be True or False"):
+        stored.overlaps(same_device="no")
+
+
+def test_parquet_compression_choices(tmp_path: Path) -> None:
+    t = tracecore.open(SEED1)
+    for i, codec in enumerate([None, "lz4_raw", "ZSTD", {"start_ns": "snappy"}]):
+        out = t.to_parquet(tmp_path / f"pq{i}", compression=codec)
+        assert_same_tables(t, tracecore.open(out))
+    with pytest.raises(ValueError, match="compression must be one of"):
+        t.to_parquet(tmp_path / "bad", compression="bogus")
+    assert not (tmp_path / "bad").exists()
 
 
 def test_open_dir_errors(tmp_path: Path) -> None:

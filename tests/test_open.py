@@ -228,12 +228,43 @@ def test_huge_thread_counts_are_capped(seed001, tmp_path):
     assert tracecore.open(tmp_path / "s.pbtxt.gz", threads=10**12).events.equals(seed001.events)
 
 
-def test_flags_must_be_bools():
+def test_flags_must_be_bools(seed001):
     # A string such as "no" would otherwise turn the cache on.
     with pytest.raises(TypeError, match="cache must be True or False"):
         tracecore.open(SEED001, cache="no")
     with pytest.raises(TypeError, match="progress must be True or False"):
         tracecore.open(SEED001, progress="yes")
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        tracecore.open(SEED001, progress=2)
+    # 0 and 1, numpy integers and booleans are what they look like.
+    import numpy as np
+
+    t = tracecore.open(SEED001, progress=0, threads=np.int64(1))
+    assert t.events.equals(seed001.events)
+    assert tracecore.open(SEED001, progress=np.bool_(False), threads=np.uint8(2)).events.equals(
+        seed001.events
+    )
+
+
+def test_a_failed_gzip_open_does_not_keep_the_file(tmp_path):
+    # The error's traceback keeps the frames it went through (and open_many keeps the errors):
+    # none of them may hold the decompressed bytes.
+    bad = tmp_path / "bad.pbtxt.gz"
+    payload = b"dev_stats { node_stats { all_start_micros: 1 } }\n" * 20000 + b"}"
+    with gzip.open(bad, "wb") as f:
+        f.write(payload)
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(bad)
+    seen = []
+    error = info.value
+    while error is not None:
+        tb = error.__traceback__
+        while tb is not None:
+            if "tracecore" in tb.tb_frame.f_code.co_filename:  # not this test's own frame
+                seen.extend(v for v in tb.tb_frame.f_locals.values() if isinstance(v, bytes))
+            tb = tb.tb_next
+        error = error.__context__
+    assert seen and max(len(v) for v in seen) <= 65536  # the head kept to explain errors
 
 
 @pytest.mark.parametrize("threads", [1, 2, 7])
@@ -387,7 +418,7 @@ def test_files_that_are_no_trace_say_so(tmp_path):
     with pytest.raises(tracecore.TraceFormatError) as info:
         tracecore.open(SEED001, format="binary")
     assert info.value.offset is not None
-    assert str(info.value).endswith("(the file looks like protobuf text: use format 'text' or 'auto')")
+    assert str(info.value).endswith("(the file looks like text, not a binary dump: use format 'text' or 'auto')")
     # A binary dump that fails is not re-explained.
     bad = tmp_path / "bad.pb"
     bad.write_bytes(b"\x0a\x05\x0a\x03abc\x12")  # truncated: a key with no value

@@ -767,6 +767,8 @@ def test_query_arguments_are_checked(seeds):
     with pytest.raises(ValueError, match="end_ns must fit in int64"):
         t.window(0, 2**64)
     assert t.window(np.int64(0), np.int64(2**62)).to_pylist() == list(range(len(t)))
+    first = t.events["start_ns"][0]  # a pyarrow scalar
+    assert t.window(first, first.as_py() + 1).equals(t.window(first.as_py(), first.as_py() + 1))
     with pytest.raises(TypeError, match="bin_ns must be an int"):
         t.occupancy(bin_ns=1.5)
     with pytest.raises(ValueError, match="bin_ns must be a positive"):
@@ -775,6 +777,7 @@ def test_query_arguments_are_checked(seeds):
     with pytest.raises(TypeError, match="same_device must be True or False"):
         t.overlaps(same_device="no")
     assert t.overlaps(same_device=np.bool_(False)).equals(t.overlaps(same_device=False))
+    assert t.overlaps(same_device=0).equals(t.overlaps(same_device=False))
     # An allocator the trace does not have is a KeyError naming those it has, in both replays
     # (it used to give empty tables), and a list is a TypeError.
     for source in ("records", "tensors"):

@@ -297,7 +297,7 @@ def _check_plot(args: argparse.Namespace) -> None:
 
         try:
             check_plot_path(args.plot)
-        except ValueError as e:
+        except (ValueError, OSError) as e:  # a bad --plot is a bad command line (exit 2)
             raise UsageError(str(e)) from None
 
 
@@ -613,6 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compression",
         default="zstd",
+        type=str.lower,
         choices=PARQUET_CODECS,
         help="Parquet compression (default zstd)",
     )

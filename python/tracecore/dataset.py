@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from . import _core
 from ._core import TraceFormatError
-from .trace import Trace, check_flag, check_threads
+from .trace import Trace, as_int, check_flag, check_ns, check_threads
 from .trace import open as _open_trace
 
 #: Columns TraceSet adds in front of every table, in this order.
@@ -420,11 +420,15 @@ class TraceSet:
 
     def trace(self, trace_id: int) -> Trace:
         """The :class:`~tracecore.Trace` of one file (raw clocks, as tracecore.open returns it).
-        ``trace_id``: the file's row in :attr:`traces` (0 to the number of files - 1)."""
-        if not isinstance(trace_id, (int, np.integer)) or isinstance(trace_id, bool):
+        ``trace_id``: the file's row in :attr:`traces` (0 to the number of files - 1; negative
+        ids count from the end)."""
+        index = as_int(trace_id)
+        if index is None:
             raise TypeError(f"trace_id must be an int, not {type(trace_id).__name__}")
-        if not 0 <= trace_id < len(self._traces):
-            raise IndexError(f"trace_id {trace_id} out of range: this set has {len(self._traces)} files (0 to {len(self._traces) - 1})")
+        n = len(self._traces)
+        if not -n <= index < n:  # negative ids count from the end, as list indices do
+            raise IndexError(f"trace_id {index} out of range: this set has {n} files (0 to {n - 1})")
+        trace_id = index % n
         t = self._traces[trace_id]
         if t is None:
             raise ValueError(
@@ -607,9 +611,11 @@ class TraceSet:
     def window(self, start_ns: int, end_ns: int) -> pa.Table:
         """Events active in ``[start_ns, end_ns)`` of the aligned clock, per trace:
         ``trace_id, rank, step, event_id``."""
+        start_ns = check_ns(start_ns, "start_ns")
+        end_ns = check_ns(end_ns, "end_ns")
         parts = []
         for i, t, r, s, off in self._loaded():
-            ids = t.window(int(start_ns) + off, int(end_ns) + off)
+            ids = t.window(start_ns + off, end_ns + off)
             parts.append(
                 keyed_table(
                     pa.table({"event_id": ids}), "", i, r, s, 0, self._rank_type, self._step_type
@@ -859,7 +865,7 @@ class TraceSet:
         *,
         partition_by: Iterable[str] = ("rank",),
         tables: Iterable[str] | None = None,
-        compression: str = "zstd",
+        compression: Any = "zstd",
         overwrite: bool = False,
     ) -> Path:
         """Writes a hive-partitioned Parquet dataset per table: ``directory/<table>/rank=3/...``.

@@ -18,6 +18,7 @@ with the size and mtime recorded in ``tracecore.json``; otherwise they raise
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -47,33 +48,11 @@ class SourceUnavailableError(RuntimeError):
 class StoredTrace(Trace):
     """A :class:`Trace` whose tables were read back from a cache or a Parquet directory.
 
-    Tables and metadata come from the stored files. The queries rebuild the native core first
-    (:meth:`Trace._ensure_core`: re-parses the unchanged source file, or raises
+    Tables and metadata come from the stored files. The queries rebuild the native core on
+    first use (:meth:`Trace._ensure_core`: re-parses the unchanged source file, or raises
     :class:`SourceUnavailableError`)."""
 
-    def overlaps(
-        self, left: Any = None, right: Any = None, *, same_device: bool = True
-    ) -> pa.Table:
-        self._ensure_core()
-        return super().overlaps(left, right, same_device=same_device)
-
-    def window(self, start_ns: int, end_ns: int) -> pa.Array:
-        self._ensure_core()
-        return super().window(start_ns, end_ns)
-
-    def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
-        self._ensure_core()
-        return super().occupancy(by=by, bin_ns=bin_ns)
-
-    def replay(
-        self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None
-    ):
-        self._ensure_core()
-        return super().replay(source=source, allocator=allocator, baseline=baseline)
-
-    def op_stats(self, by: str = "op") -> pa.Table:
-        self._ensure_core()
-        return super().op_stats(by)
+    # The queries call Trace._ensure_core() themselves, after checking their arguments.
 
 
 # --------------------------------------------------------------------------------------------
@@ -140,18 +119,24 @@ def _compact_dictionary(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
 # Parquet
 
 
-# Parquet codecs (pyarrow's names, case-insensitive; "none" writes uncompressed).
-PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
+# Parquet codecs (pyarrow's names, case-insensitive; "none" or None writes uncompressed).
+PARQUET_CODECS = ("zstd", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "none")
 
 
 def check_parquet_compression(compression: object) -> None:
-    """Raises ValueError (with the choices) for a codec Parquet export does not take."""
-    if not isinstance(compression, str) or compression.lower() not in PARQUET_CODECS:
-        raise ValueError(f"compression must be one of {', '.join(PARQUET_CODECS)}, not {compression!r}")
+    """Raises ValueError (with the choices) for a codec Parquet export does not take: a name,
+    None, or (as pyarrow takes it) a dict of column name to name."""
+    values = compression.values() if isinstance(compression, dict) else [compression]
+    for value in values:
+        if value is not None and (not isinstance(value, str) or value.lower() not in PARQUET_CODECS):
+            raise ValueError(
+                f"compression must be one of {', '.join(PARQUET_CODECS)} (or None, or a dict of "
+                f"column to one of them), not {value!r}"
+            )
 
 
 def to_parquet(
-    trace: Trace, directory: str | os.PathLike[str], *, compression: str = "zstd"
+    trace: Trace, directory: str | os.PathLike[str], *, compression: Any = "zstd"
 ) -> Path:
     """Writes one ``<table>.parquet`` per table and ``tracecore.json`` into ``directory``
     (created if needed; files of the same names are replaced). Returns the directory."""
@@ -167,8 +152,9 @@ def to_parquet(
         file_name = f"{name}.parquet"
         table = compact_dictionaries(trace.table(name))
         tmp = out / f".{file_name}.tmp"
-        pq.write_table(table, tmp, compression=compression)
-        os.replace(tmp, out / file_name)
+        with _naming(out / file_name):
+            pq.write_table(table, tmp, compression=compression)
+            os.replace(tmp, out / file_name)
         meta["tables"][name] = file_name
     _write_json_atomically(out / META_FILE, meta)
     return out
@@ -339,6 +325,18 @@ def chrome_trace_events(
                 )
 
 
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """OSErrors raised inside name ``path`` (what the user asked for), not the temporary file
+    it is written through."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno is None:
+            raise
+        raise type(e)(e.errno, e.strerror, str(path)) from None
+
+
 def _checked_output_file(path: str | os.PathLike[str]) -> Path:
     """``path`` as a file to write, checked first so that errors name it (not the temporary
     file it is written through)."""
@@ -369,7 +367,9 @@ def to_chrome_trace(
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         raw: IO[bytes]
-        with tmp.open("wb") as raw:
+        with _naming(out):
+            raw = tmp.open("wb")
+        with raw:
             stream: IO[bytes] = (
                 gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)
                 if out.name.endswith(".gz")
@@ -380,7 +380,8 @@ def to_chrome_trace(
             finally:
                 if stream is not raw:
                     stream.close()
-        os.replace(tmp, out)
+        with _naming(out):
+            os.replace(tmp, out)
     except BaseException:
         if tmp.exists():
             tmp.unlink()

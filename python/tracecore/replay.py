@@ -111,11 +111,12 @@ def replay(trace, source: str, allocator: str | None, baseline: str | None) -> M
         known = _allocators(trace, source)
         if allocator not in known:
             raise KeyError(f"no allocator {allocator!r} in the {source}; allocators: {known}")
+    core = trace._ensure_core()  # after the argument checks: a stored trace re-parses here
     if source == "tensors":
-        return MemoryReplay(trace, source, _core.replay(trace._core, source, allocator, snapshot))
-    capsules = _core.replay(trace._core, source, allocator, snapshot, False)
+        return MemoryReplay(trace, source, _core.replay(core, source, allocator, snapshot))
+    capsules = _core.replay(core, source, allocator, snapshot, False)
 
     def replay_live():
-        return _core.replay(trace._core, source, allocator, snapshot, True)[2]
+        return _core.replay(core, source, allocator, snapshot, True)[2]
 
     return MemoryReplay(trace, source, capsules, replay_live)

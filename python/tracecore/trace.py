@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import gzip
+import operator
 import os
 import zlib
 from importlib import resources
@@ -47,34 +48,52 @@ def sample_path() -> Path:
 _MAX_THREADS = 1024
 
 
+def as_int(value: object) -> int | None:
+    """``value`` as a Python int if it is an integer (int, numpy integer, pyarrow integer
+    scalar; not a bool, not a float that would be truncated), else None."""
+    if isinstance(value, pa.Scalar):
+        value = value.as_py()
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
 def check_threads(threads: object, what: str = "threads") -> int:
     """``threads`` checked (an int >= 0) and capped at a value the core accepts."""
-    if not isinstance(threads, int) or isinstance(threads, bool):
+    value = as_int(threads)
+    if value is None:
         raise TypeError(f"{what} must be an int >= 0, not {type(threads).__name__} {threads!r}")
-    if threads < 0:
-        raise ValueError(f"{what} must be >= 0, not {threads}")
-    return min(threads, _MAX_THREADS)
+    if value < 0:
+        raise ValueError(f"{what} must be >= 0, not {value}")
+    return min(value, _MAX_THREADS)
 
 
 def check_flag(value: object, what: str) -> bool:
-    """``value`` if it is a bool; a string such as ``"no"`` would otherwise read as true."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{what} must be True or False, not {type(value).__name__} {value!r}")
-    return bool(value)
+    """``value`` if it is a bool (or 0 or 1); a string such as ``"no"`` would otherwise read as
+    true."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    number = as_int(value)
+    if number in (0, 1):
+        return bool(number)
+    raise TypeError(f"{what} must be True or False, not {type(value).__name__} {value!r}")
 
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def check_ns(value: object, what: str) -> int:
-    """``value`` checked as an int64 number of nanoseconds (an int, not a float that would be
-    truncated)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    """``value`` checked as an int64 number of nanoseconds (an integer, not a float that would
+    be truncated)."""
+    number = as_int(value)
+    if number is None:
         raise TypeError(f"{what} must be an int (nanoseconds), not {type(value).__name__} {value!r}")
-    value = int(value)
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ValueError(f"{what} must fit in int64 (nanoseconds), not {value}")
-    return value
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise ValueError(f"{what} must fit in int64 (nanoseconds), not {number}")
+    return number
 
 
 def _looks_like_text(head: bytes) -> bool:
@@ -94,7 +113,9 @@ def _explained(error: TraceFormatError, head: bytes, format: str) -> TraceFormat
             return explained
     if getattr(error, "offset", None) is not None and head.strip(_TEXT_WHITESPACE) and _looks_like_text(head):
         if format == "binary":
-            return _with_message(error, f"{error} (the file looks like protobuf text: use format 'text' or 'auto')")
+            return _with_message(
+                error, f"{error} (the file looks like text, not a binary dump: use format 'text' or 'auto')"
+            )
         try:
             _core.open_bytes(head, "text", 1)
         except TraceFormatError as text_error:
@@ -187,7 +208,12 @@ def _open_parsed(path_str: str, *, format: str, threads: int, progress: bool) ->
             if head[:2] == _GZIP_MAGIC:
                 data = _read_gzip(path_str)
                 head = data[:_HEAD_BYTES]
-                core = _core.open_bytes(data, format, threads)
+                try:
+                    core = _core.open_bytes(data, format, threads)
+                finally:
+                    # An error's traceback keeps this frame (open_many keeps the errors): not
+                    # the whole decompressed file with it.
+                    del data
             else:
                 core = _core.open_file(path_str, format, threads)
     except TraceFormatError as e:
@@ -321,7 +347,7 @@ class Trace:
         return self.table("persistent_tensors")
 
     # -- exports, names (implemented in their own modules) ------------------------------------
-    def to_parquet(self, directory: str | os.PathLike[str], compression: str = "zstd") -> Path:
+    def to_parquet(self, directory: str | os.PathLike[str], compression: Any = "zstd") -> Path:
         """Writes one Parquet file per table plus ``tracecore.json``; see :mod:`tracecore.export`."""
         from .export import to_parquet
 
@@ -399,7 +425,7 @@ class Trace:
         if r_mask is not None and l_mask is None:
             l_mask = np.ones(len(self), dtype=np.uint8)
         same_device = check_flag(same_device, "same_device")
-        return table_from_capsules(_core.overlaps(self._core, l_mask, r_mask, same_device))
+        return table_from_capsules(_core.overlaps(self._ensure_core(), l_mask, r_mask, same_device))
 
     def window(self, start_ns: int, end_ns: int) -> pa.Array:
         """Ids (ascending) of the events active in ``[start_ns, end_ns)``: those with
@@ -411,7 +437,7 @@ class Trace:
         """
         start_ns = check_ns(start_ns, "start_ns")
         end_ns = check_ns(end_ns, "end_ns")
-        return array(_core.window(self._core, start_ns, end_ns), pa.int64())
+        return array(_core.window(self._ensure_core(), start_ns, end_ns), pa.int64())
 
     def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
         """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
@@ -423,7 +449,7 @@ class Trace:
             bin_ns = check_ns(bin_ns, "bin_ns")
             if bin_ns <= 0:
                 raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
-        return table_from_capsules(_core.occupancy(self._core, bin_ns))
+        return table_from_capsules(_core.occupancy(self._ensure_core(), bin_ns))
 
     def replay(
         self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None
@@ -438,7 +464,7 @@ class Trace:
     def op_stats(self, by: str = "op") -> pa.Table:
         """Time per op type (``by="op"``), node (``"node_name"``) or device block (``"device"``):
         ``n_events, total_ns, mean_ns, max_ns, busy_ns, share, executor_ns, stream_ns``."""
-        return table_from_capsules(_core.op_stats(self._core, by))
+        return table_from_capsules(_core.op_stats(self._ensure_core(), by))
 
     # -- metadata --------------------------------------------------------------------------
     @property

@@ -192,13 +192,19 @@ std::string DetectFormat(const char* data, size_t size) {
 // to the guess, and a winner that failed on a value out of range reports it. With no sound
 // reading, the guess's error is reported, unless the other kind failed on a bad value (its
 // structure sound up to there) and the guess did not.
+//
+// The guess is first taken from the start of the dump only (DetectBinaryKind's `complete`
+// false). A RunMetadata guess is the whole walk's too, and so is a StepStats guess whose reading
+// is sound with no unknown fields: it has no top-level field but 1. Otherwise the whole walk
+// makes the guess, as the rule above says, before any reading is chosen.
 template <class Parse>
 std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
-  const std::string guess = DetectBinaryKind(bytes, file.size(), FileRelease(file));
-  // That walk over the top-level fields maps nearly every page it passes (the kernel maps a
-  // page's neighbours along with it). It unmapped them as it went, 32 MB at a time; unmap the
-  // rest until the parse reaches them, or they would stay resident on top of the columns.
+  bool complete = false;
+  std::string guess = DetectBinaryKind(bytes, file.size(), FileRelease(file), &complete);
+  // That walk maps nearly every page it passes (the kernel maps a page's neighbours along with
+  // it), and unmapped them as it went, 32 MB at a time; unmap the rest until the parse reaches
+  // them, or they would stay resident on top of the columns.
   file.ReleaseConsumed(0, file.size());
   struct Reading {
     std::shared_ptr<TraceTables> tables;
@@ -225,20 +231,33 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
     }
     return r;
   };
-  const Reading first = read(guess);
-  if (first.unknown_fields == 0u) {
-    if (first.tables) return first.tables;
-    std::rethrow_exception(first.error);  // no other reading can fit better
+  const auto other = [](const std::string& kind) {
+    return std::string(kind == "StepStats" ? "RunMetadata" : "StepStats");
+  };
+  std::optional<Reading> first(read(guess));
+  std::optional<Reading> second;
+  if (!complete && guess == "StepStats" && first->unknown_fields != 0u) {
+    const std::string whole = DetectBinaryKind(bytes, file.size(), FileRelease(file), nullptr);
+    file.ReleaseConsumed(0, file.size());
+    if (whole != guess) {  // the reading already made is the other one
+      second = std::move(first);
+      guess = whole;
+      first = read(guess);
+    }
+  }
+  if (first->unknown_fields == 0u) {
+    if (first->tables) return first->tables;
+    std::rethrow_exception(first->error);  // no other reading can fit better
   }
   // A guess whose structure held up to a bad value other than one out of range (a string that
   // is not UTF-8) is reported as it is: more use than another reading of the same bytes.
-  if (first.bad_value && !first.unknown_fields) std::rethrow_exception(first.error);
-  const Reading second = read(guess == "StepStats" ? "RunMetadata" : "StepStats");
-  const Reading* pick = &first;
-  if (first.unknown_fields) {
-    if (second.unknown_fields && *second.unknown_fields < *first.unknown_fields) pick = &second;
-  } else if (second.unknown_fields || (second.bad_value && !first.bad_value)) {
-    pick = &second;
+  if (first->bad_value && !first->unknown_fields) std::rethrow_exception(first->error);
+  if (!second) second = read(other(guess));
+  const Reading* pick = &*first;
+  if (first->unknown_fields) {
+    if (second->unknown_fields && *second->unknown_fields < *first->unknown_fields) pick = &*second;
+  } else if (second->unknown_fields || (second->bad_value && !first->bad_value)) {
+    pick = &*second;
   }
   if (pick->tables) return pick->tables;
   std::rethrow_exception(pick->error);

@@ -217,6 +217,8 @@ class TraceBuilder {
   void EndGraphNode(int32_t graph_index, const GraphNodeFields& f);
 
   void CountUnknownField() { ++t_.unknown_fields; }
+  uint64_t unknown_field_count() const { return t_.unknown_fields; }
+  void SetUnknownFieldCount(uint64_t n) { t_.unknown_fields = n; }
 
   // Input pages before `pos` are no longer needed: every 8 MB they are handed to `release`
   // (see ReleaseBehind), so a multi-GB mapped dump does not stay resident.

@@ -1,6 +1,7 @@
 #include "importers/binary_proto/binary_parser.h"
 
 #include <algorithm>
+#include <climits>
 #include <string_view>
 
 #include "importers/binary_proto/wire_reader.h"
@@ -158,6 +159,7 @@ void BinaryParser::DeviceStepStats(Bytes m) {
       case K(3, kLengthDelimited): {
         uint32_t thread = 0;
         Bytes value;
+        const uint64_t unknown_before = b_.unknown_field_count();
         Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
           switch (k) {
             case K(1, kVarint): thread = static_cast<uint32_t>(r_.Varint(q, qend)); return true;
@@ -165,7 +167,13 @@ void BinaryParser::DeviceStepStats(Bytes m) {
             default: return false;
           }
         });
-        b_.AddThreadName(device_index, thread, value);
+        if (b_.unknown_field_count() == unknown_before) {
+          b_.AddThreadName(device_index, thread, value);
+        } else {
+          // A map entry holding an unknown field is, as protobuf (upb) reads it, one unknown
+          // field of the message, whole, and no entry of the map.
+          b_.SetUnknownFieldCount(unknown_before + 1);
+        }
         return true;
       }
       default: return false;
@@ -500,23 +508,26 @@ bool LooksLikeDeviceStepStats(Bytes m) {
 }  // namespace
 
 std::string DetectBinaryKind(const uint8_t* data, size_t size,
-                             const ReleaseBehind::Release& release_walked) {
+                             const ReleaseBehind::Release& release_walked, bool* complete) {
   uint32_t field, wt;
   Bytes payload;
-  // Any of RunMetadata's cost_graph, partition_graphs, function_graphs, session_metadata among
-  // the first top-level fields decides it (a StepStats has only field 1). RunMetadata writes
-  // its fields in number order, step_stats first, so they come at once; a StepStats dump is
-  // thousands of top-level fields, and walking them all cost 4% of a parse (a page fault per
-  // field). The guess only decides which reading is tried first: a field 2..5 further on is an
-  // unknown field of the StepStats reading, and the RunMetadata reading is then tried too
-  // (ParseBinaryEitherKind).
+  // Any of RunMetadata's cost_graph, partition_graphs, function_graphs, session_metadata at the
+  // top level decides it (a StepStats has only field 1). RunMetadata writes its fields in
+  // number order, step_stats first, so they come at once; a StepStats dump is thousands of
+  // top-level fields, and walking them all cost 4% of a parse (a page fault per field): with
+  // `complete`, the walk stops after the first 64 (see ParseBinaryEitherKind).
   constexpr int kDetectFields = 64;
+  const int limit = complete != nullptr ? kDetectFields : INT_MAX;
+  if (complete != nullptr) *complete = true;
   ReleaseBehind walked = WalkRelease(data, release_walked);
   int fields = 0;
-  for (Probe top{data, data + size};
-       fields < kDetectFields && top.p < top.end && top.Next(&field, &wt, &payload); ++fields) {
+  for (Probe top{data, data + size}; top.p < top.end && top.Next(&field, &wt, &payload);) {
     if (wt == kLengthDelimited && field >= 2 && field <= 5) return "RunMetadata";
     walked.Passed(Chars(top.p));
+    if (++fields == limit && top.p < top.end) {
+      *complete = false;
+      break;
+    }
   }
   Probe top{data, data + size};
   while (top.p < top.end && top.Next(&field, &wt, &payload)) {

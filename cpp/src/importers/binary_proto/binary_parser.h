@@ -17,11 +17,14 @@ namespace tracecore {
 // passed every 32 MB.
 
 // "StepStats" or "RunMetadata", the kind to read first (ParseBinaryEitherKind decides): binary
-// dumps carry no marker, so this looks at the first 64 top-level fields (RunMetadata's fields
-// 2..5 decide it) and one level into the first field 1. Never throws; malformed input is left
-// for the parser to report.
+// dumps carry no marker, so this looks at the top-level fields (RunMetadata's fields 2..5
+// decide it) and one level into the first field 1. Given `complete`, only the first 64
+// top-level fields are looked at, and *complete says whether that was all of them (false: the
+// whole walk may still find a field 2..5; true: the answer is the whole walk's). Never throws;
+// malformed input is left for the parser to report.
 std::string DetectBinaryKind(const uint8_t* data, size_t size,
-                             const ReleaseBehind::Release& release_walked = {});
+                             const ReleaseBehind::Release& release_walked = {},
+                             bool* complete = nullptr);
 
 // A unit of parallel work: a DeviceStepStats payload, or one whole field (key and value) of a
 // StepStats body or of a RunMetadata, in file order.
