@@ -337,17 +337,17 @@ def _naming(path: Path) -> Iterator[None]:
         raise type(e)(e.errno, e.strerror, str(path)) from None
 
 
-def _checked_output_file(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a file to write, checked first so that errors name it (not the temporary
-    file it is written through)."""
+def checked_output_file(path: str | os.PathLike[str], what: str = "") -> Path:
+    """``path`` as a file to write, checked before any work so that errors name it (not the
+    temporary file it is written through). ``what``: how messages call it ("the plot ")."""
     out = Path(path)
     if out.is_dir() or not out.name or out.name in (".", ".."):
-        raise IsADirectoryError(f"{path}: is a directory; give a file name")
+        raise IsADirectoryError(f"{path}: is a directory; give {what}a file name")
     parent = out.parent
     if not parent.exists():
-        raise FileNotFoundError(f"{parent}: no such directory (for {out})")
+        raise FileNotFoundError(f"{parent}: no such directory (for {what}{out})")
     if not parent.is_dir():
-        raise NotADirectoryError(f"{parent}: not a directory (for {out})")
+        raise NotADirectoryError(f"{parent}: not a directory (for {what}{out})")
     return out
 
 
@@ -363,7 +363,7 @@ def to_chrome_trace(
     counter series (``"ph": "C"``) per allocator from the record replay, in an "Allocators"
     process. Gzip-compressed when the name ends in ``.gz``. Written streaming, in batches, to a
     temporary file renamed into place at the end."""
-    out = _checked_output_file(path)
+    out = checked_output_file(path)
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         raw: IO[bytes]

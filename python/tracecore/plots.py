@@ -42,6 +42,8 @@ def check_plot_path(path: str | os.PathLike[str]) -> Path:
         ValueError: the extension is missing or not an image format matplotlib writes.
         FileNotFoundError / NotADirectoryError: where the file would go is not a directory.
     """
+    from .export import checked_output_file
+
     out = Path(path)
     formats = _figure(1, 1).canvas.get_supported_filetypes()
     extension = out.suffix.lower().lstrip(".")
@@ -50,14 +52,7 @@ def check_plot_path(path: str | os.PathLike[str]) -> Path:
             f"{out}: the image format comes from the file name's extension; "
             f"use one of {', '.join('.' + f for f in sorted(formats))}"
         )
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.exists():
-        raise FileNotFoundError(f"{parent}: no such directory (for the plot {out})")
-    if not parent.is_dir():
-        raise NotADirectoryError(f"{parent}: not a directory (for the plot {out})")
-    if out.is_dir():
-        raise IsADirectoryError(f"{out}: is a directory; give the plot a file name")
-    return out
+    return checked_output_file(out, "the plot ")
 
 
 def trace_start_ns(trace: Trace) -> int:

@@ -234,9 +234,9 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
   const auto other = [](const std::string& kind) {
     return std::string(kind == "StepStats" ? "RunMetadata" : "StepStats");
   };
-  std::optional<Reading> first(read(guess));
+  Reading first = read(guess);
   std::optional<Reading> second;
-  if (!complete && guess == "StepStats" && first->unknown_fields != 0u) {
+  if (!complete && guess == "StepStats" && first.unknown_fields != 0u) {
     const std::string whole = DetectBinaryKind(bytes, file.size(), FileRelease(file), nullptr);
     file.ReleaseConsumed(0, file.size());
     if (whole != guess) {  // the reading already made is the other one
@@ -245,18 +245,18 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
       first = read(guess);
     }
   }
-  if (first->unknown_fields == 0u) {
-    if (first->tables) return first->tables;
-    std::rethrow_exception(first->error);  // no other reading can fit better
+  if (first.unknown_fields == 0u) {
+    if (first.tables) return first.tables;
+    std::rethrow_exception(first.error);  // no other reading can fit better
   }
   // A guess whose structure held up to a bad value other than one out of range (a string that
   // is not UTF-8) is reported as it is: more use than another reading of the same bytes.
-  if (first->bad_value && !first->unknown_fields) std::rethrow_exception(first->error);
+  if (first.bad_value && !first.unknown_fields) std::rethrow_exception(first.error);
   if (!second) second = read(other(guess));
-  const Reading* pick = &*first;
-  if (first->unknown_fields) {
-    if (second->unknown_fields && *second->unknown_fields < *first->unknown_fields) pick = &*second;
-  } else if (second->unknown_fields || (second->bad_value && !first->bad_value)) {
+  const Reading* pick = &first;
+  if (first.unknown_fields) {
+    if (second->unknown_fields && *second->unknown_fields < *first.unknown_fields) pick = &*second;
+  } else if (second->unknown_fields || (second->bad_value && !first.bad_value)) {
     pick = &*second;
   }
   if (pick->tables) return pick->tables;
