@@ -11,6 +11,11 @@ namespace {
 
 using Bytes = std::string_view;
 
+// The field handlers of Message (below) are inlined into its loop, so that the cursor they
+// advance stays in a register: a handler GCC leaves out of line takes the cursor's address,
+// and the loop then stores and reloads it around every field.
+#define TC_FIELD __attribute__((always_inline))
+
 // The key of field `field` with wire type `wt`: what the wire format writes before a value.
 constexpr uint64_t K(uint32_t field, WireType wt) { return (uint64_t{field} << 3) | wt; }
 
@@ -42,29 +47,32 @@ class BinaryParser {
     while (p < end) {
       const uint8_t* key_at = p;
       const uint64_t key = r_.Varint(p, end);
-      if (!on_key(key, p, end)) Unknown(key_at, key, p, end);
+      if (!on_key(key, p, end)) p = Unknown(key_at, key, p, end);
     }
   }
-  void Unknown(const uint8_t* key_at, uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  // Skips an unknown field's value; returns where it ends. Cold, and out of line with the
+  // cursor by value (see WireReader::Varint).
+  __attribute__((noinline)) const uint8_t* Unknown(const uint8_t* key_at, uint64_t key,
+                                                   const uint8_t* p, const uint8_t* end) {
     const uint64_t field = key >> 3;
     if (field == 0 || field > 0x1FFFFFFF) {
       r_.Fail(key_at, "invalid field number " + std::to_string(field));
     }
     b_.CountUnknownField();
-    r_.Skip(static_cast<uint32_t>(field), static_cast<uint32_t>(key & 7), p, end);
+    return r_.Skip(static_cast<uint32_t>(field), static_cast<uint32_t>(key & 7), p, end);
   }
 
-  // Typed values, after their key.
-  int64_t Int64(const uint8_t*& p, const uint8_t* end) {
+  // Typed values, after their key. Inlined, as the handlers (see TC_FIELD).
+  __attribute__((always_inline)) int64_t Int64(const uint8_t*& p, const uint8_t* end) {
     return static_cast<int64_t>(r_.Varint(p, end));
   }
-  int32_t Int32(const uint8_t*& p, const uint8_t* end) {
+  __attribute__((always_inline)) int32_t Int32(const uint8_t*& p, const uint8_t* end) {
     return static_cast<int32_t>(static_cast<uint32_t>(r_.Varint(p, end)));
   }
   __attribute__((always_inline)) Bytes Sub(const uint8_t*& p, const uint8_t* end) {
     return r_.LengthDelimited(p, end);
   }
-  Bytes String(const uint8_t*& p, const uint8_t* end) {
+  __attribute__((always_inline)) Bytes String(const uint8_t*& p, const uint8_t* end) {
     const uint8_t* at = p;
     const Bytes s = r_.LengthDelimited(p, end);
     if (!StringPool::IsValidUtf8(s)) r_.FailValue(at, "string is not valid UTF-8");
@@ -81,7 +89,7 @@ class BinaryParser {
   }
   // A repeated varint field, one value (wire type varint) or a packed run.
   template <class Each>
-  void PackedVarints(const uint8_t*& p, const uint8_t* end, Each&& each) {
+  __attribute__((always_inline)) void PackedVarints(const uint8_t*& p, const uint8_t* end, Each&& each) {
     const Bytes packed = r_.LengthDelimited(p, end);
     const uint8_t* q = Begin(packed);
     const uint8_t* q_end = End(packed);
@@ -100,7 +108,7 @@ class BinaryParser {
   void GraphDef(Bytes m, const GraphKey& key);
   void FunctionGraphs(Bytes m);
   void SessionMetadata(Bytes m) {
-    Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+    Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
       switch (key) {
         case K(1, kLengthDelimited): String(p, end); return true;
         case K(2, kVarint): Int64(p, end); return true;
@@ -121,7 +129,7 @@ class BinaryParser {
 };
 
 void BinaryParser::RunMetadata(Bytes m) {
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kLengthDelimited): saw_known_field_ = true; StepStats(Sub(p, end)); return true;
       case K(2, kLengthDelimited): saw_known_field_ = true; CostGraph(Sub(p, end)); return true;
@@ -139,7 +147,7 @@ void BinaryParser::RunMetadata(Bytes m) {
 }
 
 void BinaryParser::StepStats(Bytes m) {
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     if (key != K(1, kLengthDelimited)) return false;
     saw_known_field_ = true;
     DeviceStepStats(Sub(p, end));
@@ -152,7 +160,7 @@ void BinaryParser::DeviceStepStats(Bytes m) {
   const size_t first_event = b_.event_count();
   const size_t first_thread_name = b_.thread_name_count();
   uint32_t device = StringPool::kEmptyId;
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kLengthDelimited): device = Intern(p, end, true); return true;
       case K(2, kLengthDelimited): NodeExecStats(Sub(p, end), device_index); return true;
@@ -160,7 +168,7 @@ void BinaryParser::DeviceStepStats(Bytes m) {
         uint32_t thread = 0;
         Bytes value;
         const uint64_t unknown_before = b_.unknown_field_count();
-        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) TC_FIELD {
           switch (k) {
             case K(1, kVarint): thread = static_cast<uint32_t>(r_.Varint(q, qend)); return true;
             case K(2, kLengthDelimited): value = String(q, qend); return true;
@@ -186,7 +194,7 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
   const int64_t event_id = b_.BeginEvent();
   EventFields e;
   int32_t output_index = 0;
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kLengthDelimited): {
         const uint8_t* at = p;
@@ -235,7 +243,7 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
 void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
   AllocationFields a;
   const size_t first_record = b_.alloc_record_count();
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kLengthDelimited): a.allocator = Intern(p, end, true); return true;
       case K(2, kVarint): a.total_bytes = Int64(p, end); return true;
@@ -245,7 +253,7 @@ void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
       case K(6, kLengthDelimited): {
         const Bytes s = Sub(p, end);
         int64_t micros = 0, bytes = 0;
-        Message(s, [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+        Message(s, [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) TC_FIELD {
           switch (k) {
             case K(1, kVarint): micros = Int64(q, qend); return true;
             case K(2, kVarint): bytes = Int64(q, qend); return true;
@@ -265,7 +273,7 @@ void BinaryParser::AllocatorMemoryUsed(Bytes m, int64_t event_id) {
 
 void BinaryParser::NodeOutput(Bytes m, int64_t event_id, int32_t output_index) {
   TensorFields t;
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kVarint): t.slot = Int32(p, end); return true;
       case K(3, kLengthDelimited): TensorDescription(Sub(p, end), &t); return true;
@@ -276,7 +284,7 @@ void BinaryParser::NodeOutput(Bytes m, int64_t event_id, int32_t output_index) {
 }
 
 void BinaryParser::TensorDescription(Bytes m, TensorFields* t) {
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kVarint): t->dtype = Int32(p, end); return true;
       case K(2, kLengthDelimited): TensorShape(Sub(p, end), true, &t->unknown_rank); return true;
@@ -287,11 +295,11 @@ void BinaryParser::TensorDescription(Bytes m, TensorFields* t) {
 }
 
 void BinaryParser::TensorShape(Bytes m, bool keep_dims, bool* unknown_rank) {
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(2, kLengthDelimited): {
         int64_t size = 0;
-        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) TC_FIELD {
           switch (k) {
             case K(1, kVarint): size = Int64(q, qend); return true;
             case K(2, kLengthDelimited): String(q, qend); return true;
@@ -308,7 +316,7 @@ void BinaryParser::TensorShape(Bytes m, bool keep_dims, bool* unknown_rank) {
 }
 
 void BinaryParser::AllocationDescription(Bytes m, TensorFields* t) {
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kVarint): t->requested_bytes = Int64(p, end); return true;
       case K(2, kVarint): t->allocated_bytes = Int64(p, end); return true;
@@ -322,7 +330,7 @@ void BinaryParser::AllocationDescription(Bytes m, TensorFields* t) {
 }
 
 void BinaryParser::MemoryStats(Bytes m, int64_t event_id, EventFields* e) {
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     const auto keep = [&](uint64_t v) { b_.AddPersistentTensor(event_id, static_cast<int64_t>(v)); };
     switch (key) {
       case K(1, kVarint): e->temp_memory_size = Int64(p, end); return true;
@@ -339,14 +347,14 @@ void BinaryParser::MemoryStats(Bytes m, int64_t event_id, EventFields* e) {
 }
 
 void BinaryParser::CostGraph(Bytes m) {
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kLengthDelimited): CostNode(Sub(p, end)); return true;
       case K(2, kLengthDelimited):
         // AggregatedCost {float cost = 1; string dimension = 2;}: validated, not exported.
-        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) TC_FIELD {
           switch (k) {
-            case K(1, kFixed32): r_.Skip(1, kFixed32, q, qend); return true;
+            case K(1, kFixed32): q = r_.Skip(1, kFixed32, q, qend); return true;
             case K(2, kLengthDelimited): String(q, qend); return true;
             default: return false;
           }
@@ -360,7 +368,7 @@ void BinaryParser::CostGraph(Bytes m) {
 void BinaryParser::CostNode(Bytes m) {
   CostNodeFields n;
   CostGraphTable& cg = b_.cost_graph();
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     const auto control_input = [&](uint64_t v) {
       cg.control_inputs.values.push_back(static_cast<int32_t>(static_cast<uint32_t>(v)));
     };
@@ -370,7 +378,7 @@ void BinaryParser::CostNode(Bytes m) {
       case K(3, kVarint): n.id = Int32(p, end); return true;
       case K(4, kLengthDelimited): {
         int32_t preceding_node = 0;
-        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) TC_FIELD {
           switch (k) {
             case K(1, kVarint): preceding_node = Int32(q, qend); return true;
             case K(2, kVarint): Int32(q, qend); return true;
@@ -382,7 +390,7 @@ void BinaryParser::CostNode(Bytes m) {
       }
       case K(5, kLengthDelimited): {
         int64_t size = 0;
-        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) {
+        Message(Sub(p, end), [&](uint64_t k, const uint8_t*& q, const uint8_t* qend) TC_FIELD {
           bool unknown_rank = false;
           switch (k) {
             case K(1, kVarint): size = Int64(q, qend); return true;
@@ -413,10 +421,10 @@ void BinaryParser::CostNode(Bytes m) {
 
 void BinaryParser::GraphDef(Bytes m, const GraphKey& key) {
   const int32_t graph_index = b_.BeginGraph(key);
-  Message(m, [&](uint64_t k, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t k, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     if (k != K(1, kLengthDelimited)) return false;
     GraphNodeFields n;
-    Message(Sub(p, end), [&](uint64_t nk, const uint8_t*& q, const uint8_t* qend) {
+    Message(Sub(p, end), [&](uint64_t nk, const uint8_t*& q, const uint8_t* qend) TC_FIELD {
       switch (nk) {
         case K(1, kLengthDelimited): n.name = Intern(q, qend); return true;
         case K(2, kLengthDelimited): n.op = Intern(q, qend); return true;
@@ -433,7 +441,7 @@ void BinaryParser::GraphDef(Bytes m, const GraphKey& key) {
 
 void BinaryParser::FunctionGraphs(Bytes m) {
   const auto fg = reinterpret_cast<uintptr_t>(m.data());
-  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) {
+  Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kLengthDelimited): {
         const Bytes s = Sub(p, end);

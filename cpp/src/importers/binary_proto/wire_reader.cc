@@ -16,14 +16,10 @@ inline uint64_t Gather8(uint64_t x) {
 }
 }  // namespace
 
-uint64_t WireReader::VarintMulti(const uint8_t*& p, const uint8_t* end) const {
+WireReader::Read WireReader::VarintMulti(const uint8_t* p, const uint8_t* end) const {
   if (limit_ - p >= 8) {
     if (p[1] < 0x80) {
-      if (end - p >= 2) {
-        const uint64_t value = (p[0] & 0x7Fu) | (uint64_t{p[1]} << 7);
-        p += 2;
-        return value;
-      }
+      if (end - p >= 2) return {(p[0] & 0x7Fu) | (uint64_t{p[1]} << 7), p + 2};
       return VarintSlow(p, end);  // truncated
     }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -36,21 +32,14 @@ uint64_t WireReader::VarintMulti(const uint8_t*& p, const uint8_t* end) const {
       const int bits = __builtin_ctzll(last) + 1;  // 8 * number of bytes
       if ((bits >> 3) > end - p) return VarintSlow(p, end);  // truncated
       x &= 0x7F7F7F7F7F7F7F7Full >> (64 - bits);  // the varint's bytes, without their high bits
-      p += bits >> 3;
-      return Gather8(x);
+      return {Gather8(x), p + (bits >> 3)};
     }
     // Nine or ten bytes (negative int64 values take ten): the first eight at once, then the
     // rest, bounds-checked against the field's end.
     if (end - p >= 10 && (p[8] < 0x80 || p[9] < 0x80)) {
       const uint64_t low = Gather8(x & 0x7F7F7F7F7F7F7F7Full);
-      if (p[8] < 0x80) {
-        const uint64_t value = low | (uint64_t{p[8]} << 56);
-        p += 9;
-        return value;
-      }
-      const uint64_t value = low | (uint64_t{p[8] & 0x7Fu} << 56) | (uint64_t{p[9]} << 63);
-      p += 10;
-      return value;
+      if (p[8] < 0x80) return {low | (uint64_t{p[8]} << 56), p + 9};
+      return {low | (uint64_t{p[8] & 0x7Fu} << 56) | (uint64_t{p[9]} << 63), p + 10};
     }
 #endif
   }
@@ -60,45 +49,40 @@ uint64_t WireReader::VarintMulti(const uint8_t*& p, const uint8_t* end) const {
     for (int i = 1; i < 10; ++i) {
       const uint8_t byte = p[i];
       value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
-      if (byte < 0x80) {
-        p += i + 1;
-        return value;
-      }
+      if (byte < 0x80) return {value, p + i + 1};
     }
   }
   return VarintSlow(p, end);
 }
 
-uint64_t WireReader::VarintSlow(const uint8_t*& p, const uint8_t* end) const {
+WireReader::Read WireReader::VarintSlow(const uint8_t* p, const uint8_t* end) const {
   const uint8_t* at = p;
   uint64_t value = 0;
   for (int i = 0; i < 10; ++i) {
     if (p >= end) Fail(at, "truncated varint: input ends inside it");
     const uint8_t byte = *p++;
     value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
-    if (byte < 0x80) return value;
+    if (byte < 0x80) return {value, p};
   }
   Fail(at, "varint longer than 10 bytes");
 }
 
-void WireReader::Skip(uint32_t field, uint32_t wire_type, const uint8_t*& p,
-                      const uint8_t* end) const {
+const uint8_t* WireReader::Skip(uint32_t field, uint32_t wire_type, const uint8_t* p,
+                                const uint8_t* end) const {
   const uint8_t* at = p;
   switch (wire_type) {
     case kVarint:
       Varint(p, end);
-      return;
+      return p;
     case kFixed64:
       if (end - p < 8) Fail(at, "truncated fixed64 value");
-      p += 8;
-      return;
+      return p + 8;
     case kFixed32:
       if (end - p < 4) Fail(at, "truncated fixed32 value");
-      p += 4;
-      return;
+      return p + 4;
     case kLengthDelimited:
       LengthDelimited(p, end);
-      return;
+      return p;
     case kStartGroup: {
       // Groups nest; skip iteratively with a bounded stack of open field numbers.
       uint32_t open[kMaxGroupDepth];
@@ -118,10 +102,10 @@ void WireReader::Skip(uint32_t field, uint32_t wire_type, const uint8_t*& p,
           if (open[depth - 1] != number) Fail(key_at, "end of group " + std::to_string(number) + " does not match the open group " + std::to_string(open[depth - 1]));
           --depth;
         } else {
-          Skip(static_cast<uint32_t>(number), wt, p, end);
+          p = Skip(static_cast<uint32_t>(number), wt, p, end);
         }
       }
-      return;
+      return p;
     }
     case kEndGroup:
       Fail(at, "end-group marker without a matching start-group (field " + std::to_string(field) + ")");

@@ -41,9 +41,20 @@ class WireReader {
     throw e;
   }
 
+  // A varint's value and the position after it.
+  struct Read {
+    uint64_t value;
+    const uint8_t* next;
+  };
+
+  // The out-of-line parts take the cursor by value and return where they stopped (in
+  // registers): a cursor passed by reference to a call that is not inlined lives in memory,
+  // and every field then stored and reloaded it on the parse's dependency chain.
   __attribute__((always_inline)) uint64_t Varint(const uint8_t*& p, const uint8_t* end) const {
     if (p < end && *p < 0x80) return *p++;
-    return VarintMulti(p, end);
+    const Read r = VarintMulti(p, end);
+    p = r.next;
+    return r.value;
   }
 
   // A length prefix and the payload it announces, which must fit in [p, end).
@@ -60,13 +71,14 @@ class WireReader {
     return payload;
   }
 
-  // Skips the value of a field of wire type `wire_type` whose key ended at `p`.
-  void Skip(uint32_t field, uint32_t wire_type, const uint8_t*& p, const uint8_t* end) const;
+  // Skips the value of a field of wire type `wire_type` whose key ended at `p`; returns where
+  // the value ends.
+  const uint8_t* Skip(uint32_t field, uint32_t wire_type, const uint8_t* p, const uint8_t* end) const;
 
  private:
   // A varint of two or more bytes (or a truncated one).
-  uint64_t VarintMulti(const uint8_t*& p, const uint8_t* end) const;
-  uint64_t VarintSlow(const uint8_t*& p, const uint8_t* end) const;
+  __attribute__((noinline)) Read VarintMulti(const uint8_t* p, const uint8_t* end) const;
+  Read VarintSlow(const uint8_t* p, const uint8_t* end) const;
 
   const uint8_t* base_;
   const uint8_t* limit_;
