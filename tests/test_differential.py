@@ -757,6 +757,11 @@ BINARY_CASES = {
 
 # Hand-made binary StepStats inputs, as above.
 BINARY_STEPSTATS_CASES = {
+    # dev_stats { device: "#\"\"\"\"\"\"\"\"" } (found by test_random_binary with 1000
+    # examples): every byte is whitespace or text ("\n\v\n\t#..."), so format detection says
+    # text, and as text it is one comment, an empty input. As a binary dump it is a StepStats:
+    # format "auto" reads it so (tracecore rejected it).
+    "binary_dump_that_looks_like_a_text_comment": bytes.fromhex("0a0b0a09232222222222222222"),
     # dev_stats { device: "/job:localhost/..." thread_names { key: 2^31 value: " " } }
     # dev_stats { thread_names { <unknown 5: 0> value: "" } } (found by
     # test_random_binary_mutated with 1000 examples): protobuf (upb) keeps a map entry that

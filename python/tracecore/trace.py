@@ -161,7 +161,9 @@ def open(
     Args:
         path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``);
             gzip-compressed files are decompressed transparently.
-        format: ``"auto"`` (detect), ``"text"`` or ``"binary"``.
+        format: ``"auto"`` (detect), ``"text"`` or ``"binary"``. ``"auto"`` takes a file of
+            text characters and whitespace for text; if it does not read as text but does as a
+            binary dump, it is read as binary (``t.format`` says which).
         threads: parser threads; 0 uses every core (values above the number of cores are
             capped).
         cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the

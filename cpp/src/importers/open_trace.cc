@@ -1,5 +1,6 @@
 #include "importers/open_trace.h"
 
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -265,7 +266,8 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
 
 std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options) {
   std::string format = options.format;
-  if (format == "auto") {
+  const bool detected = format == "auto";
+  if (detected) {
     format = DetectFormat(file.data(), file.size());
   } else if (format != "text" && format != "binary") {
     throw std::invalid_argument("format must be 'auto', 'text' or 'binary', not '" + format + "'");
@@ -291,7 +293,22 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   std::shared_ptr<TraceTables> tables;
   try {
     if (format == "text") {
-      tables = parse("");
+      try {
+        tables = parse("");
+      } catch (const TraceFormatError&) {
+        if (!detected || file.ShrankSinceOpen()) throw;
+        // Detected as text, but it does not read as text. Whitespace and text characters are
+        // wire bytes too (a '\n' is the key of a length-delimited field 1): bytes that read
+        // as a binary dump are one. Otherwise the text error stands.
+        const std::exception_ptr text_error = std::current_exception();
+        format = "binary";
+        try {
+          tables = ParseBinaryEitherKind(file, parse);
+        } catch (const TraceFormatError&) {
+          if (file.ShrankSinceOpen()) throw;
+          std::rethrow_exception(text_error);
+        }
+      }
     } else {
       tables = ParseBinaryEitherKind(file, parse);
     }
