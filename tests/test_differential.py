@@ -177,6 +177,24 @@ def binary_candidates(data: bytes, intended):
     return [m for m in readings if count_unknown(m) == fewest]
 
 
+_TEXT_WHITESPACE = b" \t\r\n\f\v"
+
+
+def detected_as_text(data: bytes) -> bool:
+    """Whether format="auto" takes `data` for text (DetectFormat, cpp/src/importers/open_trace.cc):
+    after whitespace, a letter, '_', '#' or '[', and no control byte but whitespace in the first
+    64 KB; blank input counts as text."""
+    i = 0
+    while i < len(data) and data[i] in _TEXT_WHITESPACE:
+        i += 1
+    if i == len(data):
+        return True
+    first = data[i]
+    if not (65 <= first <= 90 or 97 <= first <= 122 or first in b"_#["):
+        return False
+    return all(c >= 0x20 or c in _TEXT_WHITESPACE for c in data[i:65536])
+
+
 def expect_open_binary(workdir: Path, data: bytes, intended, context: str = "", *,
                        open_formats=("binary", "auto")):
     path = write(workdir, data, ".pb")
@@ -190,6 +208,12 @@ def expect_open_binary(workdir: Path, data: bytes, intended, context: str = "", 
         return
     ctx = f"{context}\nbinary: {data.hex()}"
     for f in open_formats:
+        if f == "auto" and detected_as_text(data) and min(count_unknown(c) for c in cands) > 0:
+            # Taken for text, and it does not read as text (or it would not be a binary dump):
+            # a binary reading is taken instead only when it has no unknown fields.
+            with pytest.raises(tracecore.TraceFormatError):
+                tracecore.open(path, format=f)
+            continue
         overflow = []
         for c in cands:
             try:
@@ -962,6 +986,40 @@ def test_empty_inputs_rejected(tmp_path, content):
     path.write_bytes(content)
     with pytest.raises(tracecore.TraceFormatError):
         tracecore.open(path)
+
+
+@pytest.mark.parametrize("content, error", [
+    (b"\n" + b" " * 33, "empty input"),  # as wire bytes: a StepStats with 16 unknown fields
+    (b"\n" + b"\t" * 10, "empty input"),  # 1 unknown field
+    (b"#$\n\n#$#$#$#$#$", "empty input"),  # 6 unknown fields
+    (b"x \n\n          ", "expected ':' or '{' after field 'x'"),  # broken text
+])
+def test_auto_keeps_the_text_error_when_the_wire_reading_has_unknown_fields(tmp_path, content, error):
+    # These bytes are taken for text and fail as text; they also decode as wire format, but
+    # with unknown fields, which no dump TensorFlow writes has: the text error is reported.
+    path = tmp_path / "blank.pbtxt"
+    path.write_bytes(content)
+    assert detected_as_text(content)
+    for fmt in ("auto", "text"):
+        with pytest.raises(tracecore.TraceFormatError, match=re.escape(error)) as info:
+            tracecore.open(path, format=fmt)
+        assert re.search(r"line \d+, column \d+", str(info.value)), str(info.value)
+
+
+def test_auto_reads_text_looking_bytes_without_unknown_fields_as_binary(tmp_path):
+    # dev_stats { device: "         " } serialised is "\n\v\n\t" and nine spaces: whitespace
+    # only, taken for text (an empty input there), and a StepStats with no unknown field.
+    msg = tp.StepStats()
+    msg.dev_stats.add().device = " " * 9
+    data = msg.SerializeToString()
+    assert data == b"\n\x0b\n\t" + b" " * 9 and detected_as_text(data)
+    path = tmp_path / "blank_looking.pb"
+    path.write_bytes(data)
+    t = tracecore.open(path)
+    assert (t.format, t.kind, len(t), t.stats["unknown_fields"]) == ("binary", "StepStats", 0, 0)
+    assert t.devices.column("device").to_pylist() == [" " * 9]
+    with pytest.raises(tracecore.TraceFormatError, match="empty input"):
+        tracecore.open(path, format="text")
 
 
 def test_overflow_rejected(tmp_path):

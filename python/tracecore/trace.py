@@ -161,9 +161,11 @@ def open(
     Args:
         path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``);
             gzip-compressed files are decompressed transparently.
-        format: ``"auto"`` (detect), ``"text"`` or ``"binary"``. ``"auto"`` takes a file of
-            text characters and whitespace for text; if it does not read as text but does as a
-            binary dump, it is read as binary (``t.format`` says which).
+        format: ``"auto"`` (detect), ``"text"`` or ``"binary"``. ``"auto"`` takes a file for
+            text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
+            first 64 KB hold no control bytes but whitespace; else for binary. A file taken for
+            text that does not parse as text is read as binary if it is a binary dump with no
+            unknown fields (``t.format`` says which); otherwise the text error is raised.
         threads: parser threads; 0 uses every core (values above the number of cores are
             capped).
         cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the

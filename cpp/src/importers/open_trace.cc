@@ -299,7 +299,9 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
         if (!detected || file.ShrankSinceOpen()) throw;
         // Detected as text, but it does not read as text. Whitespace and text characters are
         // wire bytes too (a '\n' is the key of a length-delimited field 1): bytes that read
-        // as a binary dump are one. Otherwise the text error stands.
+        // as a binary dump with no unknown fields, as a dump TensorFlow wrote does, are one.
+        // Otherwise the text error stands: blank lines, comments or broken text that happen
+        // to decode as wire format (with unknown fields, nearly always) are no binary dump.
         const std::exception_ptr text_error = std::current_exception();
         format = "binary";
         try {
@@ -308,6 +310,7 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
           if (file.ShrankSinceOpen()) throw;
           std::rethrow_exception(text_error);
         }
+        if (tables->unknown_fields != 0) std::rethrow_exception(text_error);
       }
     } else {
       tables = ParseBinaryEitherKind(file, parse);
