@@ -1022,6 +1022,22 @@ def test_auto_reads_text_looking_bytes_without_unknown_fields_as_binary(tmp_path
         tracecore.open(path, format="text")
 
 
+def test_auto_reads_text_with_a_raw_control_byte_as_text(tmp_path):
+    # A raw control byte in a string literal is valid text (protobuf's text parser takes it),
+    # but detection takes the file for binary; that reading fails, the text one is sound.
+    content = b'dev_stats { device: "a\x01b" }\n'
+    assert not detected_as_text(content)
+    path = tmp_path / "control.pbtxt"
+    path.write_bytes(content)
+    expected = parse_text(tp.StepStats, content.decode())
+    assert expected.dev_stats[0].device == "a\x01b"
+    t = tracecore.open(path)
+    assert (t.format, t.kind, t.stats["unknown_fields"]) == ("text", "StepStats", 0)
+    assert t.devices.column("device").to_pylist() == ["a\x01b"]
+    with pytest.raises(tracecore.TraceFormatError, match="byte offset"):
+        tracecore.open(path, format="binary")
+
+
 def test_overflow_rejected(tmp_path):
     # 9223372036854776 us * 1000 overflows int64; 9223372036854775 us does not.
     ok = 'dev_stats { node_stats { all_start_micros: 9223372036854775 } }'

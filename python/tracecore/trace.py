@@ -163,9 +163,9 @@ def open(
             gzip-compressed files are decompressed transparently.
         format: ``"auto"`` (detect), ``"text"`` or ``"binary"``. ``"auto"`` takes a file for
             text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
-            first 64 KB hold no control bytes but whitespace; else for binary. A file taken for
-            text that does not parse as text is read as binary if it is a binary dump with no
-            unknown fields (``t.format`` says which); otherwise the text error is raised.
+            first 64 KB hold no control bytes but whitespace; else for binary. A file that does
+            not parse in the format taken is read in the other one if it parses there with no
+            unknown fields (``t.format`` says which); otherwise the first error is raised.
         threads: parser threads; 0 uses every core (values above the number of cores are
             capped).
         cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the

@@ -290,30 +290,31 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
     if (!tables) tables = ParseSequential(file, format, binary_kind);
     return tables;
   };
+  // Parses the file as `f` ("text" or "binary"), which `parse` then reads from `format`.
+  const auto read_as = [&](const std::string& f) {
+    format = f;
+    return f == "text" ? parse("") : ParseBinaryEitherKind(file, parse);
+  };
   std::shared_ptr<TraceTables> tables;
   try {
-    if (format == "text") {
+    try {
+      tables = read_as(format);
+    } catch (const TraceFormatError&) {
+      if (!detected || file.ShrankSinceOpen()) throw;
+      // Detection guessed wrong, or the file is bad. Whitespace and text characters are wire
+      // bytes too (a '\n' is the key of a length-delimited field 1), and text may hold raw
+      // control bytes inside its string literals: the other reading is taken when it
+      // succeeds with no unknown fields, as a dump TensorFlow wrote has none. Otherwise the
+      // detected format's error stands: blank lines, comments or broken text that decode as
+      // wire format nearly always have unknown fields.
+      const std::exception_ptr detected_error = std::current_exception();
       try {
-        tables = parse("");
+        tables = read_as(format == "text" ? "binary" : "text");
       } catch (const TraceFormatError&) {
-        if (!detected || file.ShrankSinceOpen()) throw;
-        // Detected as text, but it does not read as text. Whitespace and text characters are
-        // wire bytes too (a '\n' is the key of a length-delimited field 1): bytes that read
-        // as a binary dump with no unknown fields, as a dump TensorFlow wrote does, are one.
-        // Otherwise the text error stands: blank lines, comments or broken text that happen
-        // to decode as wire format (with unknown fields, nearly always) are no binary dump.
-        const std::exception_ptr text_error = std::current_exception();
-        format = "binary";
-        try {
-          tables = ParseBinaryEitherKind(file, parse);
-        } catch (const TraceFormatError&) {
-          if (file.ShrankSinceOpen()) throw;
-          std::rethrow_exception(text_error);
-        }
-        if (tables->unknown_fields != 0) std::rethrow_exception(text_error);
+        if (file.ShrankSinceOpen()) throw;
+        std::rethrow_exception(detected_error);
       }
-    } else {
-      tables = ParseBinaryEitherKind(file, parse);
+      if (tables->unknown_fields != 0) std::rethrow_exception(detected_error);
     }
   } catch (const TraceFormatError&) {
     if (file.ShrankSinceOpen()) throw truncated();
