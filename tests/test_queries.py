@@ -607,6 +607,14 @@ def test_corner_zero_length_and_touching():
 
 
 @needs_queries
+def test_overlaps_takes_a_single_id():
+    c = _case_from([(0, 10, 20), (0, 15, 15), (0, 10, 10), (0, 20, 30), (0, 10, 20)])
+    t = c.open()
+    assert as_triples(t.overlaps(0)) == as_triples(t.overlaps([0])) == [(0, 1, 0), (0, 4, 10)]
+    assert as_triples(t.overlaps(right=4)) == [(0, 4, 10), (1, 4, 0)]
+
+
+@needs_queries
 def test_corner_idle_gaps_and_bins():
     c = _case_from([(0, 100, 110), (0, 120, 130), (0, 125, 125), (1, 140, 141)],
                    devices=["/job:localhost/replica:0/task:0/device:CPU:0",

@@ -97,7 +97,9 @@ def check_ns(value: object, what: str) -> int:
 
 
 def _looks_like_text(head: bytes) -> bool:
-    """No control bytes other than whitespace: what format detection takes for text."""
+    """No control bytes other than whitespace, nor DEL (0x7f): a file a person would call text.
+    Format detection (``DetectFormat`` in C++) also lets DEL through, and asks more: that the
+    first non-whitespace byte can start protobuf text."""
     return not any(c < 0x20 and c not in _TEXT_WHITESPACE for c in head) and b"\x7f" not in head
 
 
@@ -413,7 +415,8 @@ class Trace:
         """Pairs of events whose ``[start_ns, end_ns)`` intervals overlap.
 
         With no arguments: every unordered overlapping pair once (``left < right``). With
-        ``left`` and/or ``right`` (event ids or boolean masks; a missing side means all events):
+        ``left`` and/or ``right`` (event ids, a single id, or boolean masks; a missing side means
+        all events):
         every ordered pair ``(l, r)``, ``l != r``, that overlaps. ``same_device`` keeps only pairs
         in the same device block. Returns ``left, right, overlap_ns`` sorted by (left, right).
 
