@@ -416,9 +416,9 @@ class Trace:
 
         With no arguments: every unordered overlapping pair once (``left < right``). With
         ``left`` and/or ``right`` (event ids, a single id, or boolean masks; a missing side means
-        all events):
-        every ordered pair ``(l, r)``, ``l != r``, that overlaps. ``same_device`` keeps only pairs
-        in the same device block. Returns ``left, right, overlap_ns`` sorted by (left, right).
+        all events): every ordered pair ``(l, r)``, ``l != r``, that overlaps. ``same_device``
+        keeps only pairs in the same device block. Returns ``left, right, overlap_ns`` sorted by
+        (left, right).
 
         Example: GPU kernels overlapping a memcpy::
 
