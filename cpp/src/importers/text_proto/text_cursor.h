@@ -93,6 +93,14 @@ class TextCursor {
     return true;
   }
 
+  // The first min(N - 1, 8) characters of `name`, little-endian: a constant for a literal.
+  template <size_t N>
+  __attribute__((always_inline)) static constexpr uint64_t LowBytes(const char (&name)[N]) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < N - 1 && i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(name[i])} << (8 * i);
+    return v;
+  }
+
   // Whether the identifier starting at `p` is exactly `name` (a literal of identifier
   // characters shorter than kNameSpan). The caller guarantees kNameSpan readable bytes at `p`.
   static constexpr ptrdiff_t kNameSpan = 64;
@@ -102,9 +110,10 @@ class TextCursor {
     static_assert(n > 0 && n + 8 < static_cast<size_t>(kNameSpan), "name too long");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if constexpr (n < 8) {
-      uint64_t want = 0;
-      std::memcpy(&want, name, n);
-      if ((swar::Load(p) & ((uint64_t{1} << (8 * n)) - 1)) != want) return false;
+      // The name's bytes as one constant. (A memcpy of n < 8 bytes into a zeroed uint64_t
+      // compiled to partial stores on the stack and one 8-byte reload, which cannot be
+      // forwarded from them: a stall of a dozen cycles at each short name tried.)
+      if ((swar::Load(p) & ((uint64_t{1} << (8 * n)) - 1)) != LowBytes(name)) return false;
     } else {
       for (size_t i = 0; i + 8 <= n; i += 8) {
         if (swar::Load(p + i) != swar::Load(name + i)) return false;
