@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +70,7 @@ def _child_tracecore(spec: dict) -> dict:
     t3 = time.perf_counter()
     after = _kib_status()
     stats = dict(getattr(trace, "stats", {}) or {})
+    tables = _table_bytes(trace)  # after the RSS readings: it builds every table
     return {
         "seconds": t1 - t0,
         "events_table_seconds": t3 - t2,
@@ -86,7 +86,26 @@ def _child_tracecore(spec: dict) -> dict:
         "anon_rss_after_kib": after.get("RssAnon"),
         "file_rss_after_kib": after.get("RssFile"),
         "tracecore_version": getattr(tracecore, "__version__", None),
+        "tables_bytes": tables,
     }
+
+
+def _table_bytes(trace) -> int:
+    """Bytes of the distinct Arrow buffers of every table (``trace.table(name)``, the contract's
+    columns; a buffer that two columns share, such as the string pool behind the dictionaries,
+    counts once): what the parsed trace holds, against the target of 0.2x the text."""
+    seen: dict[int, int] = {}
+    for name in trace.table_names:
+        for column in trace.table(name).columns:
+            stack = list(column.chunks)
+            while stack:
+                array = stack.pop()
+                for buf in array.buffers():
+                    if buf is not None:
+                        seen[buf.address] = max(seen.get(buf.address, 0), buf.size)
+                if hasattr(array, "dictionary"):
+                    stack.append(array.dictionary)
+    return sum(seen.values())
 
 
 def _message_classes():
@@ -288,6 +307,9 @@ def _row(file: str, size: int, fmt: str, engine: str, threads, res: dict, note: 
         row["rss_over_file"] = peak_kib * 1024 / parsed if parsed else None
         if res.get("baseline_rss_kib") is not None:
             row["rss_growth_mb"] = (peak_kib - res["baseline_rss_kib"]) * 1024 / MB
+        if res.get("tables_bytes") is not None:
+            row["tables_mb"] = res["tables_bytes"] / MB
+            row["tables_over_file"] = res["tables_bytes"] / parsed if parsed else None
         if res.get("baseline_anon_kib") is not None and res.get("anon_rss_after_kib") is not None:
             # anonymous memory still held once the parse returned: the result itself
             row["kept_mb"] = (res["anon_rss_after_kib"] - res["baseline_anon_kib"]) * 1024 / MB
@@ -358,7 +380,8 @@ def measure_file(path: str, args) -> list[dict]:
 
 _HEADER = (
     f"{'file':<34} {'MB':>8} {'fmt':<6} {'engine':<18} {'thr':>3} {'sec':>8} {'MB/s':>8}"
-    f" {'events/s':>9} {'events':>9} {'peakRSS':>8} {'+RSS':>7} {'kept':>6} {'RSS/file':>8}  note"
+    f" {'events/s':>9} {'events':>9} {'peakRSS':>8} {'+RSS':>7} {'kept':>6} {'RSS/file':>8}"
+    f" {'tables':>6}  note"
 )
 
 
@@ -379,6 +402,8 @@ def _print_row(r: dict) -> None:
     mbs = r["bytes_parsed"] / MB
     growth = f"{r['rss_growth_mb']:>7.0f}" if r.get("rss_growth_mb") is not None else f"{'-':>7}"
     kept = f"{r['kept_mb']:>6.0f}" if r.get("kept_mb") is not None else f"{'-':>6}"
+    ratio = r.get("tables_over_file")
+    tables = f"{ratio:>5.3f}x" if ratio is not None else f"{'-':>6}"
     notes = []
     if r.get("note") and "prefix" in r["note"]:
         notes.append(f"[{r['note']}: {mbs:.1f} MB parsed]")
@@ -390,7 +415,7 @@ def _print_row(r: dict) -> None:
         f"{r['file'][:34]:<34} {r['file_bytes'] / MB:>8.1f} {r['format']:<6} {r['engine']:<18}"
         f" {r['threads']!s:>3} {r['seconds']:>8.3f} {r['mb_per_s']:>8.1f}"
         f" {_si(r['events_per_s']):>9} {r['events']:>9} {r['peak_rss_mb']:>8.0f} {growth} {kept}"
-        f" {r['rss_over_file']:>8.2f}  " + "; ".join(notes)
+        f" {r['rss_over_file']:>8.2f} {tables}  " + "; ".join(notes)
     )
 
 
@@ -478,7 +503,9 @@ def main(argv: list[str] | None = None) -> int:
         "MB = 1e6 bytes. MB/s, events/s: over the bytes actually parsed (best run). peakRSS: the"
         " child's VmHWM in MB (whole process: interpreter, imports, input copy or mapped file"
         " pages); +RSS: peakRSS minus the RSS just before the parse call; kept: anonymous memory"
-        " still held after the call (the parsed result); RSS/file: peakRSS / bytes parsed."
+        " still held after the call (the parsed result); RSS/file: peakRSS / bytes parsed;"
+        " tables: bytes of the distinct Arrow buffers of every table / bytes parsed (issue 4's"
+        " target: at most 0.2x of a text dump)."
     )
     if args.json:
         Path(args.json).write_text(json.dumps({"environment": env, "results": rows}, indent=1))
