@@ -92,20 +92,11 @@ def _child_tracecore(spec: dict) -> dict:
 
 def _table_bytes(trace) -> int:
     """Bytes of the distinct Arrow buffers of every table (``trace.table(name)``, the contract's
-    columns; a buffer that two columns share, such as the string pool behind the dictionaries,
-    counts once): what the parsed trace holds, against the target of 0.2x the text."""
-    seen: dict[int, int] = {}
-    for name in trace.table_names:
-        for column in trace.table(name).columns:
-            stack = list(column.chunks)
-            while stack:
-                array = stack.pop()
-                for buf in array.buffers():
-                    if buf is not None:
-                        seen[buf.address] = max(seen.get(buf.address, 0), buf.size)
-                if hasattr(array, "dictionary"):
-                    stack.append(array.dictionary)
-    return sum(seen.values())
+    columns; the string pool behind the dictionaries counts once): what the parsed trace
+    holds, against the target of 0.2x the text. The same figure as ``tracecore bench``."""
+    from tracecore._arrow import buffer_bytes
+
+    return buffer_bytes(trace.table(name) for name in trace.table_names)
 
 
 def _message_classes():

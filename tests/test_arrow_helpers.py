@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from tracecore._arrow import array, scalar, to_numpy
+from tracecore._arrow import array, buffer_bytes, scalar, to_numpy
 
 _DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64, np.float32, np.float64]
 
@@ -184,3 +184,21 @@ def test_name_info_gather_with_narrow_nullable_indices():
     column = pa.DictionaryArray.from_arrays(pa.array([45, None, 3], pa.int8()), names)
     info = _NameInfo(column)
     assert list(info.gather(np.array([7, 8]), -1)) == [8, -1, 7]
+
+
+def test_buffer_bytes_counts_each_buffer_once():
+    ints = pa.array(np.arange(3, dtype=np.int64))  # 24 bytes, no validity buffer
+    lists = pa.array([[1, 2], [3], None], pa.list_(pa.int64()))  # validity, 4 offsets, 3 values
+    words = pa.array(["ab", "c", "ab"]).dictionary_encode()  # 3 int32 indices; the dictionary
+    assert lists.buffers()[0] is not None and words.dictionary.to_pylist() == ["ab", "c"]
+    list_bytes = lists.buffers()[0].size + 4 * 4 + 3 * 8
+    dict_bytes = 3 * 4 + 3 * 4 + 3  # indices; the dictionary's offsets and characters
+    t = pa.table({"ints": ints, "lists": lists, "words": words})
+    assert buffer_bytes([t]) == 24 + list_bytes + dict_bytes
+    # The same buffers again, in a second table, a second column and a slice: nothing added.
+    again = pa.table({"a": ints, "b": ints, "w": words}).slice(1, 2)
+    assert buffer_bytes([t, again]) == buffer_bytes([t])
+    # A chunked column counts every chunk.
+    chunked = pa.table({"c": pa.chunked_array([ints, pa.array(np.arange(5, dtype=np.int64))])})
+    assert buffer_bytes([chunked]) == 24 + 40
+    assert buffer_bytes([]) == 0

@@ -3,6 +3,7 @@ small arrays without pyarrow's pandas import."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,24 @@ def table_from_capsules(capsules: tuple[object, object]) -> pa.Table:
     schema_capsule, array_capsule = capsules
     batch = pa.RecordBatch._import_from_c_capsule(schema_capsule, array_capsule)
     return pa.Table.from_batches([batch])
+
+
+def buffer_bytes(tables: Iterable[pa.Table]) -> int:
+    """Bytes of the distinct buffers behind ``tables``: every buffer of every chunk, children
+    and dictionaries included, counted once however many columns (or tables) share it, and
+    whole even when a column is a slice of it. What the tables hold in memory, unlike
+    ``Table.nbytes``, which counts a dictionary shared by several columns once per column."""
+    seen: dict[int, int] = {}
+    for table in tables:
+        stack: list[pa.Array] = [chunk for column in table.columns for chunk in column.chunks]
+        while stack:
+            array = stack.pop()
+            for buf in array.buffers():  # children's buffers are listed too
+                if buf is not None:
+                    seen[buf.address] = max(seen.get(buf.address, 0), buf.size)
+            if pa.types.is_dictionary(array.type):
+                stack.append(array.dictionary)
+    return sum(seen.values())
 
 
 def _numeric(type: pa.DataType | None) -> bool:
