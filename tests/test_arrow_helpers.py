@@ -202,3 +202,26 @@ def test_buffer_bytes_counts_each_buffer_once():
     chunked = pa.table({"c": pa.chunked_array([ints, pa.array(np.arange(5, dtype=np.int64))])})
     assert buffer_bytes([chunked]) == 24 + 40
     assert buffer_bytes([]) == 0
+
+
+def test_buffer_bytes_counts_overlapping_buffers_and_nested_dictionaries_once():
+    whole = pa.array(np.arange(100, dtype=np.int64))  # 800 bytes
+    data = whole.buffers()[1]
+    # A second array over bytes 400..800 of the same buffer: a different start address.
+    tail = pa.Array.from_buffers(pa.int64(), 50, [None, data.slice(400, 400)])
+    assert buffer_bytes([pa.table({"w": whole}), pa.table({"t": tail})]) == 800
+    # A dictionary under a list: its buffers count too (buffers() does not list them).
+    words = pa.array(["x" * 1000, "y"]).dictionary_encode()  # int32 indices; 3 offsets, 1001 chars
+    lists = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), words)
+    assert buffer_bytes([pa.table({"l": lists})]) == 3 * 4 + 2 * 4 + 3 * 4 + 1001
+
+
+def test_buffer_bytes_of_a_trace():
+    # tests/data/seed001_runmetadata.pbtxt at the contract's column widths (docs/api_contract.md):
+    # every table's buffers, the string pool behind all the dictionary columns once.
+    from pathlib import Path
+
+    import tracecore
+
+    t = tracecore.open(Path(__file__).parent / "data" / "seed001_runmetadata.pbtxt")
+    assert buffer_bytes(t.table(name) for name in t.table_names) == 123_631

@@ -22,21 +22,40 @@ def table_from_capsules(capsules: tuple[object, object]) -> pa.Table:
 
 
 def buffer_bytes(tables: Iterable[pa.Table]) -> int:
-    """Bytes of the distinct buffers behind ``tables``: every buffer of every chunk, children
-    and dictionaries included, counted once however many columns (or tables) share it, and
-    whole even when a column is a slice of it. What the tables hold in memory, unlike
+    """Bytes of the memory behind ``tables``: the union of the address ranges of every buffer
+    of every chunk, children and dictionaries (at any depth) included, so memory that several
+    columns, tables or slices share counts once. What the tables hold, unlike
     ``Table.nbytes``, which counts a dictionary shared by several columns once per column."""
-    seen: dict[int, int] = {}
-    for table in tables:
-        stack: list[pa.Array] = [chunk for column in table.columns for chunk in column.chunks]
-        while stack:
-            array = stack.pop()
-            for buf in array.buffers():  # children's buffers are listed too
-                if buf is not None:
-                    seen[buf.address] = max(seen.get(buf.address, 0), buf.size)
-            if pa.types.is_dictionary(array.type):
-                stack.append(array.dictionary)
-    return sum(seen.values())
+    ranges: list[tuple[int, int]] = []
+    stack: list[pa.Array] = [chunk for table in tables for column in table.columns for chunk in column.chunks]
+    while stack:
+        array = stack.pop()
+        # buffers() lists the children's buffers too, but not the dictionaries under them
+        ranges.extend((b.address, b.address + b.size) for b in array.buffers() if b is not None and b.size)
+        stack.extend(_dictionaries(array))
+    total = 0
+    end = 0
+    for lo, hi in sorted(ranges):
+        if hi > end:
+            total += hi - max(lo, end)
+            end = hi
+    return total
+
+
+def _dictionaries(array: pa.Array) -> list[pa.Array]:
+    """The dictionaries of ``array`` and of its children, nearest first (not under them)."""
+    found: list[pa.Array] = []
+    stack = [array]
+    while stack:
+        a = stack.pop()
+        t = a.type
+        if pa.types.is_dictionary(t):
+            found.append(a.dictionary)
+        elif isinstance(a, pa.StructArray):
+            stack.extend(a.field(i) for i in range(t.num_fields))
+        elif isinstance(a, (pa.ListArray, pa.LargeListArray, pa.FixedSizeListArray, pa.MapArray)):
+            stack.append(a.values)
+    return found
 
 
 def _numeric(type: pa.DataType | None) -> bool:
