@@ -140,6 +140,11 @@ def test_top_by_op_node_device(capsys: pytest.CaptureFixture[str]) -> None:
         "SparseSoftmaxCrossEntropyWithLogits"
     )
     assert columns(out.splitlines()[2])[:3] == [node, "19", "2.083"]
+    # The API's name for it (Trace.op_stats(by="node_name")) gives the same table.
+    code, same, _ = run(capsys, "top", SEED0, "--by", "node_name", "-n", "1", "--width", "200")
+    assert code == 0 and same.splitlines()[0] == out.splitlines()[0].replace("by node", "by node_name")
+    assert columns(same.splitlines()[1])[0] == "node_name"
+    assert same.splitlines()[2:] == out.splitlines()[2:]
     code, out, _ = run(capsys, "top", SEED0, "--by", "device")
     assert code == 0 and out.splitlines()[0] == "top 7 of 7 by device (sorted by total time)"
     assert columns(out.splitlines()[2])[:3] == [

@@ -251,7 +251,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-_BY = {"op": "op", "node": "node_name", "device": "device"}
+# Group keys of `top --by`: "node" is short for Trace.op_stats's "node_name", which is taken too.
+_BY = {"op": "op", "node": "node_name", "node_name": "node_name", "device": "device"}
 
 
 def _cmd_top(args: argparse.Namespace) -> int:
