@@ -488,11 +488,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     rows = []
     parsed_bytes = file_size
     thread_counts = [args.threads] if args.threads is not None else [1, 0]
+    last: Trace | None = None  # the latest run's trace, kept for measuring its tables
     for threads in thread_counts:
         times = []
         n_events = 0
         used = threads
         for _ in range(args.repeat):
+            last = None  # freed before the next parse: one trace alive at a time
+            gc.collect()
             start = time.perf_counter()
             trace = open(path, format=args.format, threads=threads)
             times.append(time.perf_counter() - start)
@@ -500,8 +503,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             stats = trace.stats
             parsed_bytes = stats["bytes"]  # decompressed size for .gz input
             used = stats.get("threads", threads)
+            last = trace
             del trace, stats
-            gc.collect()
         best = min(times)
         label = f"threads={threads}" + (f" (used {used})" if threads == 0 else "")
         rows.append(
@@ -521,9 +524,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if peak is not None:
         before = f" (RSS before the first parse: {rss_before / 1024:.0f} MiB)" if rss_before else ""
         print(f"peak RSS  {peak / 1024:.0f} MiB{before}")
-    # After the peak is read: one more parse, whose every table is built to be measured.
-    trace = open(path, format=args.format, threads=thread_counts[-1])
-    tables = buffer_bytes(trace.table(name) for name in trace.table_names)
+    # After the peak is read, so that building every table of the last run is not in it.
+    assert last is not None  # --repeat is at least 1
+    tables = buffer_bytes(last.table(name) for name in last.table_names)
     share = tables / parsed_bytes if parsed_bytes else 0.0
     print(f"tables    {_mb(tables)} MB of Arrow buffers, {share:.3f}x the input")
     return 0
