@@ -1,5 +1,5 @@
-// Checks of the room TraceBuilder reserves for its columns (Reserve / Calibrate in
-// importers/trace_builder.cc): the rows are fed straight to a builder, with the input positions
+// Checks of the room TraceSink reserves for its columns (Reserve / Calibrate in
+// sink/trace_sink.cc): the rows are fed straight to a builder, with the input positions
 // a parser would report, and the capacities read back.
 //
 //  1. A dense input (one event and two allocation records per 40 bytes, 5.5x the typical event
@@ -20,7 +20,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "importers/trace_builder.h"
+#include "sink/trace_sink.h"
 
 #ifdef TRACECORE_FUZZ_TRACE_PC_STUB
 // The core was compiled with -fsanitize-coverage=trace-pc for the standalone fuzz driver; this
@@ -31,7 +31,7 @@ extern "C" void __sanitizer_cov_trace_pc() {}
 namespace {
 
 using tracecore::EventFields;
-using tracecore::TraceBuilder;
+using tracecore::TraceSink;
 using tracecore::TraceTables;
 
 int failures = 0;
@@ -75,7 +75,7 @@ struct Parse {
 
   std::unique_ptr<char[]> input;
   TraceTables t;
-  TraceBuilder builder;
+  TraceSink builder;
   int32_t device;
   const char* pos;
 };

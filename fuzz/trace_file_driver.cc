@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
             tracecore_fuzz::CheckAndExercise(tables, /*queries=*/true);
             if (show) {
               std::printf("%-60s %-6s ok: %s %s, %zu events, %zu tensors\n", path.c_str(), format,
-                          tables->kind.c_str(), tables->format.c_str(), tables->events.size(),
+                          tracecore::TraceKindName(tables->kind), tracecore::EncodingName(tables->format), tables->events.size(),
                           tables->tensors.size());
             }
           } else {

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "importers/binary_proto/wire_reader.h"
+#include "importers/protobuf/wire_reader.h"
 
 namespace {
 

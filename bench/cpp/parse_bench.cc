@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "importers/open_trace.h"
+#include "open/format_registry.h"
 #include "io/mapped_file.h"
 
 int main(int argc, char** argv) {

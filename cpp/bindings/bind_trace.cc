@@ -10,7 +10,7 @@
 #include "arrow/arrow_export.h"
 #include "bindings.h"
 #include "core/error.h"
-#include "importers/open_trace.h"
+#include "open/format_registry.h"
 #include "io/mapped_file.h"
 #include "tables/table_views.h"
 
@@ -134,13 +134,15 @@ void RegisterErrors(py::module_& m) {
 
 void RegisterTrace(py::module_& m) {
   py::class_<PyTrace>(m, "Trace", "A parsed trace: immutable tables shared with every export.")
-      .def_property_readonly("kind", [](const PyTrace& t) { return t.tables->kind; })
-      .def_property_readonly("format", [](const PyTrace& t) { return t.tables->format; })
+      .def_property_readonly("kind", [](const PyTrace& t) { return std::string(TraceKindName(t.tables->kind)); })
+      .def_property_readonly("format", [](const PyTrace& t) { return std::string(EncodingName(t.tables->format)); })
       .def_property_readonly("num_events", [](const PyTrace& t) { return t.tables->events.size(); })
       .def("stats", &Stats)
       .def("export_table", &ExportNamedTable, py::arg("name"),
            "Exports table `name` as (arrow_schema, arrow_array) PyCapsules of a struct array.");
   m.attr("TABLE_NAMES") = TableNames();
+  m.def("column_reference", &ColumnReference,
+        "The column reference of every table as Markdown (docs/tables.md).");
 
   m.def(
       "open_file",

@@ -1,5 +1,6 @@
 #include "arrow/arrow_export.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -58,10 +59,16 @@ ArrowSchema* AddSchemaChild(ArrowSchema* parent, std::string format, std::string
   return child;
 }
 
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
 struct ArrayPrivate {
   std::shared_ptr<const void> owner;
   std::vector<const void*> buffers;
   std::vector<std::vector<uint8_t>> bitmaps;
+  // Zeroed buffers of all-null columns: calloc hands large ones over as untouched pages.
+  std::vector<std::unique_ptr<void, FreeDeleter>> zeros;
   std::vector<int32_t> offsets;  // built only when a list's strings need their own offsets
   std::vector<ArrowArray*> children;
   ArrowArray* dictionary = nullptr;
@@ -144,9 +151,18 @@ void ExportStrings(const StringColumn& s, int64_t length, ArrowArray* out, Array
   (void)length;
 }
 
+// `bytes` of zeros owned by `priv`.
+const void* Zeros(ArrayPrivate* priv, size_t bytes) {
+  void* p = std::calloc(bytes == 0 ? 1 : bytes, 1);
+  if (p == nullptr) throw std::bad_alloc();
+  priv->zeros.emplace_back(p);
+  return p;
+}
+
 const char* FixedFormat(ColumnKind kind) {
   switch (kind) {
     case ColumnKind::kInt32: return "i";
+    case ColumnKind::kUInt8: return "C";
     case ColumnKind::kInt64: return "l";
     case ColumnKind::kUInt32: return "I";
     case ColumnKind::kUInt64: return "L";
@@ -156,12 +172,71 @@ const char* FixedFormat(ColumnKind kind) {
   }
 }
 
+// The schema of a dictionary<int32, utf8> column and its dictionary, the pool.
+void ExportDictionary(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
+                      ArrowArray* out, ArrayPrivate* priv, const void* validity, const void* ids) {
+  ArrowSchema* schema = AddSchemaChild(parent_schema, "i", c.name);
+  auto* schema_priv = static_cast<SchemaPrivate*>(schema->private_data);
+  schema_priv->dictionary = new ArrowSchema();
+  InitSchema(schema_priv->dictionary, "u", "", ARROW_FLAG_NULLABLE);
+  schema->dictionary = schema_priv->dictionary;
+  SetBuffers(out, priv, {validity, ids});
+  priv->dictionary = new ArrowArray();
+  ArrayPrivate* dict_priv = InitArray(priv->dictionary, pool.size(), priv->owner);
+  SetBuffers(priv->dictionary, dict_priv,
+             {nullptr, pool.offsets().data(), NonNull(pool.bytes().data())});
+  out->dictionary = priv->dictionary;
+}
+
+// A column every row of which is null (an optional column no importer filled): zeroed values
+// or offsets and an all-zero validity bitmap, with the column's own type.
+void ExportAllNull(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
+                   ArrowArray* out, ArrayPrivate* priv) {
+  const auto rows = static_cast<size_t>(c.length);
+  const void* validity = Zeros(priv, rows / 8 + 1);
+  out->null_count = c.length;
+  switch (c.kind) {
+    case ColumnKind::kDictString:
+      ExportDictionary(c, pool, parent_schema, out, priv, validity, Zeros(priv, rows * 4));
+      return;
+    case ColumnKind::kString:
+      AddSchemaChild(parent_schema, "u", c.name);
+      SetBuffers(out, priv, {validity, Zeros(priv, (rows + 1) * 4), kEmptyBuffer});
+      return;
+    case ColumnKind::kListInt32:
+    case ColumnKind::kListInt64:
+    case ColumnKind::kListString: {
+      ArrowSchema* schema = AddSchemaChild(parent_schema, "+l", c.name);
+      SetBuffers(out, priv, {validity, Zeros(priv, (rows + 1) * 4)});
+      ArrowArray* child = AddArrayChild(out, 0);
+      auto* child_priv = static_cast<ArrayPrivate*>(child->private_data);
+      if (c.kind == ColumnKind::kListString) {
+        AddSchemaChild(schema, "u", "item");
+        SetBuffers(child, child_priv, {nullptr, Zeros(child_priv, 4), kEmptyBuffer});
+      } else {
+        AddSchemaChild(schema, c.kind == ColumnKind::kListInt32 ? "i" : "l", "item");
+        SetBuffers(child, child_priv, {nullptr, kEmptyBuffer});
+      }
+      return;
+    }
+    default:
+      AddSchemaChild(parent_schema, FixedFormat(c.kind), c.name);
+      SetBuffers(out, priv, {validity, Zeros(priv, c.kind == ColumnKind::kBool ? rows / 8 + 1 : rows * 8)});
+      return;
+  }
+}
+
 void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
                   ArrowArray* parent_array) {
   ArrowArray* out = AddArrayChild(parent_array, c.length);
   auto* priv = static_cast<ArrayPrivate*>(out->private_data);
+  if (c.all_null) {
+    ExportAllNull(c, pool, parent_schema, out, priv);
+    return;
+  }
   switch (c.kind) {
     case ColumnKind::kInt32:
+    case ColumnKind::kUInt8:
     case ColumnKind::kInt64:
     case ColumnKind::kUInt32:
     case ColumnKind::kUInt64:
@@ -179,19 +254,9 @@ void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* pare
       return;
     }
     case ColumnKind::kDictString: {
-      ArrowSchema* schema = AddSchemaChild(parent_schema, "i", c.name);
-      auto* schema_priv = static_cast<SchemaPrivate*>(schema->private_data);
-      schema_priv->dictionary = new ArrowSchema();
-      InitSchema(schema_priv->dictionary, "u", "", ARROW_FLAG_NULLABLE);
-      schema->dictionary = schema_priv->dictionary;
       // Pool ids are uint32 but below 2^31 (the pool's byte limit bounds them): exported as int32.
       const void* validity = Validity(c, out, priv);
-      SetBuffers(out, priv, {validity, NonNull(c.values)});
-      priv->dictionary = new ArrowArray();
-      ArrayPrivate* dict_priv = InitArray(priv->dictionary, pool.size(), priv->owner);
-      SetBuffers(priv->dictionary, dict_priv,
-                 {nullptr, pool.offsets().data(), NonNull(pool.bytes().data())});
-      out->dictionary = priv->dictionary;
+      ExportDictionary(c, pool, parent_schema, out, priv, validity, NonNull(c.values));
       return;
     }
     case ColumnKind::kString: {

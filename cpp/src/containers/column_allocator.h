@@ -92,7 +92,7 @@ struct Slab;
 }  // namespace column_memory
 
 // While alive, mid-size column buffers allocated on this thread come from this arena's slabs
-// (see above); the TraceBuilder of a sequential parse holds one. Arenas nest: each is created
+// (see above); the TraceSink of a sequential parse holds one. Arenas nest: each is created
 // and destroyed on one thread, inner ones first. Buffers outlive the arena: each slab is
 // unmapped when its last buffer is freed, on any thread.
 class ColumnArena {

@@ -1,6 +1,6 @@
 // Hands the input behind a moving position to a release function (which drops those pages of
 // a mapped dump from the resident set) once every `step` bytes, so reading a multi-GB mapped
-// dump front to back does not leave it all resident. Used by the parsers (TraceBuilder) and by
+// dump front to back does not leave it all resident. Used by the parsers (TraceSink) and by
 // the walks that plan a binary parse.
 #pragma once
 

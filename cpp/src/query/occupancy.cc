@@ -80,7 +80,7 @@ OccupancyTable Occupancy(const TraceTables& t) {
     const Block& b = blocks[d];
     out.device_index.push_back(static_cast<int32_t>(d));
     out.device.push_back(t.devices.device[d]);
-    out.kind.Append(DeviceKindName(static_cast<DeviceKind>(t.devices.kind[d])));
+    out.kind.Append(DeviceKindName(static_cast<DeviceKind>(t.devices.kind_code[d])));
     out.n_events.push_back(static_cast<int64_t>(size(d)));
     out.busy_ns.push_back(b.busy);
     out.span_ns.push_back(b.span);

@@ -22,7 +22,7 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
       group[i] = static_cast<uint32_t>(e.device_index[i]);
       continue;
     }
-    const auto kind = static_cast<DeviceKind>(t.devices.kind[static_cast<size_t>(e.device_index[i])]);
+    const auto kind = static_cast<DeviceKind>(t.devices.kind_code[static_cast<size_t>(e.device_index[i])]);
     std::string_view key;
     switch (by) {
       case GroupBy::kOp:
@@ -55,7 +55,7 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
     ++n_events[g];
     total[g] = CheckedAdd(total[g], duration, "total_ns");
     max_ns[g] = std::max(max_ns[g], duration);
-    const auto kind = static_cast<DeviceKind>(t.devices.kind[static_cast<size_t>(e.device_index[i])]);
+    const auto kind = static_cast<DeviceKind>(t.devices.kind_code[static_cast<size_t>(e.device_index[i])]);
     if (kind == DeviceKind::kExecutor) executor[g] = CheckedAdd(executor[g], duration, "executor_ns");
     if (kind == DeviceKind::kStream) stream[g] = CheckedAdd(stream[g], duration, "stream_ns");
     t0 = std::min(t0, start);

@@ -1,5 +1,6 @@
-// The one place that names every column of every table and its type. A TableView points into
-// a TraceTables' vectors; the Arrow exporter turns it into Arrow arrays without copying.
+// Views of columns for the Arrow exporter: a TableView points into a TraceTables' vectors (or a
+// query result's), and the exporter turns it into Arrow arrays without copying. The tables'
+// views come from their declarations (table_defs.h).
 #pragma once
 
 #include <cstdint>
@@ -7,23 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "tables/column_def.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore {
-
-enum class ColumnKind {
-  kInt32,
-  kInt64,
-  kUInt32,
-  kUInt64,
-  kFloat64,
-  kBool,        // one byte per row in `values`, bit-packed on export
-  kDictString,  // uint32 string-pool ids in `values`
-  kString,      // `strings`
-  kListInt32,   // `list_offsets` + int32 `values`
-  kListInt64,   // `list_offsets` + int64 `values`
-  kListString,  // `list_offsets` + `strings`
-};
 
 struct ColumnView {
   const char* name;
@@ -34,6 +22,7 @@ struct ColumnView {
   const uint8_t* valid = nullptr;        // optional: one byte per row, 0 = null
   const StringColumn* strings = nullptr;
   const int32_t* list_offsets = nullptr;
+  bool all_null = false;                 // an optional column an importer left empty
 };
 
 struct TableView {
@@ -94,7 +83,14 @@ TableView MakeTableView(int64_t rows, std::vector<ColumnView> columns);
 // Table names in the order the Python layer lists them.
 const std::vector<std::string>& TableNames();
 
-// The columns of table `name` of `t`. Throws std::out_of_range for an unknown name.
+// The exported columns of table `name` of `t`. Throws std::out_of_range for an unknown name.
 TableView DescribeTable(const TraceTables& t, std::string_view name);
+
+// The column definitions of table `name` (exported columns only), for schemas and docs.
+// Throws std::out_of_range for an unknown name.
+std::vector<ColumnDef> TableColumns(std::string_view name);
+
+// The column reference of every table as Markdown (docs/tables.md is this text).
+std::string ColumnReference();
 
 }  // namespace tracecore

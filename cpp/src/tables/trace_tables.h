@@ -11,116 +11,34 @@
 
 #include "containers/columns.h"
 #include "containers/string_pool.h"
+#include "tables/column_def.h"
+#include "tables/table_defs.h"
+#include "tables/trace_kind.h"
 
 namespace tracecore {
 
+// What a device block holds (devices.kind_code; devices.kind is its name).
 enum class DeviceKind : uint8_t { kExecutor = 0, kStream, kStreamAll, kMemcpy, kOther };
-const char* DeviceKindName(DeviceKind kind);
-DeviceKind ClassifyDevice(std::string_view device);
 
-struct DeviceTable {
-  Column<int32_t> device_index;
-  Column<uint32_t> device;
-  Column<uint8_t> kind;  // DeviceKind
-  StringColumn kind_name;     // DeviceKindName(kind), filled by TraceBuilder::Finish
-  Column<int64_t> n_events;
-  size_t size() const { return device.size(); }
-};
+inline const char* DeviceKindName(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kExecutor: return "executor";
+    case DeviceKind::kStream: return "stream";
+    case DeviceKind::kStreamAll: return "stream_all";
+    case DeviceKind::kMemcpy: return "memcpy";
+    case DeviceKind::kOther: return "other";
+  }
+  return "other";
+}
 
-struct EventTable {
-  Column<int64_t> event_id;
-  Column<int32_t> device_index;
-  Column<uint32_t> device;
-  Column<uint32_t> node_name;
-  Column<uint32_t> op;
-  Column<uint8_t> op_valid;
-  Column<uint32_t> timeline_label;  // interned: a graph's labels repeat every step
-  Column<int64_t> start_ns;
-  Column<int64_t> end_ns;
-  Column<int64_t> op_start_ns;
-  Column<int64_t> op_end_ns;
-  Column<int64_t> scheduled_ns;
-  Column<uint8_t> scheduled_valid;
-  Column<uint32_t> thread_id;
-  Column<int64_t> temp_memory_size;
-  Column<int64_t> persistent_memory_size;
-  size_t size() const { return node_name.size(); }
-};
-
-struct TensorTable {
-  Column<int64_t> event_id;
-  Column<int32_t> output_index;
-  Column<int32_t> slot;
-  Column<uint32_t> dtype;
-  ListColumn<int64_t> shape;
-  Column<uint8_t> unknown_rank;
-  Column<int64_t> num_elements;
-  Column<uint8_t> num_elements_valid;
-  Column<int64_t> requested_bytes;
-  Column<int64_t> allocated_bytes;
-  Column<uint32_t> allocator;
-  Column<int64_t> allocation_id;
-  Column<uint64_t> ptr;
-  Column<uint8_t> has_single_reference;
-  size_t size() const { return event_id.size(); }
-};
-
-struct AllocationTable {
-  Column<int64_t> event_id;
-  Column<uint32_t> allocator;
-  Column<int64_t> total_bytes;
-  Column<int64_t> peak_bytes;
-  Column<int64_t> live_bytes;
-  Column<int64_t> allocator_bytes_in_use;
-  size_t size() const { return event_id.size(); }
-};
-
-struct AllocRecordTable {
-  Column<int64_t> event_id;
-  Column<uint32_t> allocator;
-  Column<int64_t> time_ns;
-  Column<int64_t> bytes;
-  size_t size() const { return event_id.size(); }
-};
-
-struct CostGraphTable {
-  Column<uint32_t> name;
-  Column<uint32_t> device;
-  Column<int32_t> id;
-  Column<int64_t> compute_cost;
-  Column<int64_t> compute_time;
-  Column<int64_t> memory_time;
-  Column<int64_t> temporary_memory_size;
-  Column<int64_t> persistent_memory_size;
-  Column<uint8_t> is_final;
-  Column<uint8_t> inaccurate;
-  ListColumn<int32_t> input_nodes;
-  ListColumn<int32_t> control_inputs;
-  ListColumn<int64_t> output_sizes;
-  size_t size() const { return name.size(); }
-};
-
-struct GraphNodeTable {
-  Column<int32_t> graph_index;
-  Column<uint32_t> name;
-  Column<uint32_t> op;
-  Column<uint32_t> device;
-  ListStringColumn inputs;
-  size_t size() const { return name.size(); }
-};
-
-struct ThreadNameTable {
-  Column<int32_t> device_index;
-  Column<uint32_t> thread_id;
-  StringColumn name;
-  size_t size() const { return device_index.size(); }
-};
-
-struct PersistentTensorTable {
-  Column<int64_t> event_id;
-  Column<int64_t> allocation_id;
-  size_t size() const { return event_id.size(); }
-};
+// The tables' storage structs, generated from table_defs.h: DeviceTable, EventTable, ...
+#define TC_TABLE_STRUCT(name, Struct, rows_column, doc) \
+  struct Struct {                                       \
+    static constexpr const char* kName = #name;         \
+    TC_TABLE_BODY(TRACECORE_COLUMNS_##name, rows_column) \
+  };
+TRACECORE_TABLES(TC_TABLE_STRUCT)
+#undef TC_TABLE_STRUCT
 
 // Where a GraphDef sits in a RunMetadata, in the order protobuf presents them: every top-level
 // partition_graphs first (fg == 0), then per function_graphs message (fg = its position in the
@@ -141,23 +59,45 @@ struct GraphKey {
 
 struct TraceTables {
   StringPool pool;
-  DeviceTable devices;
-  EventTable events;
-  TensorTable tensors;
-  AllocationTable allocations;
-  AllocRecordTable alloc_records;
-  CostGraphTable cost_graph;
-  GraphNodeTable graph_nodes;
-  ThreadNameTable thread_names;
-  PersistentTensorTable persistent_tensors;
+#define TC_TABLE_MEMBER_OF_TRACE(name, Struct, rows_column, doc) Struct name;
+  TRACECORE_TABLES(TC_TABLE_MEMBER_OF_TRACE)
+#undef TC_TABLE_MEMBER_OF_TRACE
 
-  std::string kind;    // "StepStats" | "RunMetadata"
-  std::string format;  // "text" | "binary"
+  // Calls f(const TableDef&, table&) for every table, in TableNames() order.
+  template <class F>
+  void ForEachTable(F&& f) {
+    VisitTables(*this, f);
+  }
+  template <class F>
+  void ForEachTable(F&& f) const {
+    VisitTables(*this, f);
+  }
+
+  // Calls f(const TableDef&, get) for every table, with get a function from a TraceTables to
+  // that table.
+  template <class F>
+  static void ForEachTableAccessor(F&& f) {
+#define TC_ACCESS_TABLE(name, Struct, rows_column, doc) \
+  f(TableDef{#name, doc}, [](auto& t) -> auto& { return t.name; });
+    TRACECORE_TABLES(TC_ACCESS_TABLE)
+#undef TC_ACCESS_TABLE
+  }
+
+  TraceKind kind = TraceKind::kUnknown;
+  Encoding format = Encoding::kText;
   uint64_t input_bytes = 0;
   uint64_t unknown_fields = 0;
   int32_t graph_count = 0;  // GraphDefs seen (graph_index values), including empty ones
-  std::vector<GraphKey> graph_keys;  // per provisional graph_index, until TraceBuilder::Finish
+  std::vector<GraphKey> graph_keys;  // per provisional graph_index, until TraceSink::Finish
   int threads_used = 1;
+
+ private:
+  template <class Self, class F>
+  static void VisitTables(Self& self, F&& f) {
+#define TC_VISIT_TABLE(name, Struct, rows_column, doc) f(TableDef{#name, doc}, self.name);
+    TRACECORE_TABLES(TC_VISIT_TABLE)
+#undef TC_VISIT_TABLE
+  }
 };
 
 }  // namespace tracecore

@@ -1,4 +1,4 @@
-#include "importers/binary_proto/wire_reader.h"
+#include "importers/protobuf/wire_reader.h"
 
 namespace tracecore {
 namespace {

@@ -1,4 +1,4 @@
-#include "importers/trace_merge.h"
+#include "sink/trace_merge.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -18,6 +18,16 @@ template <class T>
 void Free(Column<T>& v) {
   Column<T>().swap(v);
 }
+
+// Columns held as offsets and values (merged by appending both).
+template <class T>
+struct IsList : std::false_type {};
+template <class T>
+struct IsList<ListColumn<T>> : std::true_type {};
+template <>
+struct IsList<StringColumn> : std::true_type {};
+template <>
+struct IsList<ListStringColumn> : std::true_type {};
 
 // dst gets room for `total` elements (one reallocation at most; none when the first chunk
 // reserved for the whole input).
@@ -146,6 +156,45 @@ class Merger {
     });
   }
 
+  // A column, as its role says.
+  template <class Get>
+  void AddColumn(ColumnRole role, Get get) {
+    using Storage = std::decay_t<decltype(get(out_))>;
+    if constexpr (IsList<Storage>::value) {
+      List(get);
+    } else {
+      switch (role) {
+        case ColumnRole::kStringId: Ids(get); return;
+        case ColumnRole::kEventRef: EventIds(get); return;
+        case ColumnRole::kDeviceRef: DeviceIds(get); return;
+        case ColumnRole::kGraphRef: GraphIds(get); return;
+        case ColumnRole::kPlain:
+        case ColumnRole::kInternal:
+        case ColumnRole::kDerived: Plain(get); return;
+      }
+    }
+  }
+
+  // An optional column (see table_defs.h): false when no part has values, so it stays empty;
+  // else the parts without values get null rows, so that every part can be appended.
+  template <class TableOf, class Get, class ValidOf>
+  bool PadOptional(TableOf table_of, Get get, ValidOf valid_of) {
+    bool any = get(out_).size() != 0;
+    for (size_t k = 1; k < parts_.size(); ++k) any = any || get(*parts_[k]).size() != 0;
+    if (!any) return false;
+    if constexpr (!std::is_same_v<ValidOf, NoValidity>) {
+      for (size_t k = 0; k < parts_.size(); ++k) {
+        TraceTables& t = k == 0 ? out_ : *parts_[k];
+        const size_t rows = table_of(t).size();
+        if (get(t).size() == 0 && rows != 0) {
+          PadRows(get(t), rows);
+          valid_of(table_of(t)).resize(rows, 0);
+        }
+      }
+    }
+    return true;
+  }
+
   void Run() {
     ForEachMaybeParallel(tasks_.size(), true, [&](size_t q, size_t) { tasks_[q](); });
   }
@@ -204,6 +253,16 @@ class Merger {
     Free(src.offsets);
   }
 
+
+  template <class T>
+  static void PadRows(tracecore::Column<T>& c, size_t rows) {
+    c.resize(rows);
+  }
+  template <class L>
+  static void PadRows(L& list, size_t rows) {
+    list.offsets.resize(rows + 1, list.offsets.back());
+  }
+
   std::vector<std::unique_ptr<TraceTables>>& parts_;
   TraceTables& out_;
   std::vector<std::vector<uint32_t>> remap_;
@@ -217,88 +276,25 @@ void MergeTables(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* 
   // The first part becomes the output as it is (its ids already are the sequential ones); the
   // columns of the others are appended, column by column on all cores, each part's column freed
   // as soon as it is copied.
-  const std::string format = out->format;
+  const Encoding format = out->format;
   const uint64_t input_bytes = out->input_bytes;
   *out = std::move(*parts.front());
   out->format = format;
   out->input_bytes = input_bytes;
   Merger m(parts, out);
-#define TC_COL(expr) [](TraceTables& t) -> auto& { return t.expr; }
-  m.DeviceIds(TC_COL(devices.device_index));
-  m.Ids(TC_COL(devices.device));
-  m.Plain(TC_COL(devices.kind));
-  m.Plain(TC_COL(devices.n_events));
-
-  m.DeviceIds(TC_COL(events.device_index));
-  m.Ids(TC_COL(events.device));
-  m.Ids(TC_COL(events.node_name));
-  m.Ids(TC_COL(events.op));
-  m.Plain(TC_COL(events.op_valid));
-  m.Ids(TC_COL(events.timeline_label));
-  m.Plain(TC_COL(events.start_ns));
-  m.Plain(TC_COL(events.end_ns));
-  m.Plain(TC_COL(events.op_start_ns));
-  m.Plain(TC_COL(events.op_end_ns));
-  m.Plain(TC_COL(events.scheduled_ns));
-  m.Plain(TC_COL(events.scheduled_valid));
-  m.Plain(TC_COL(events.thread_id));
-  m.Plain(TC_COL(events.temp_memory_size));
-  m.Plain(TC_COL(events.persistent_memory_size));
-
-  m.EventIds(TC_COL(tensors.event_id));
-  m.Plain(TC_COL(tensors.output_index));
-  m.Plain(TC_COL(tensors.slot));
-  m.Ids(TC_COL(tensors.dtype));
-  m.List(TC_COL(tensors.shape));
-  m.Plain(TC_COL(tensors.unknown_rank));
-  m.Plain(TC_COL(tensors.num_elements));
-  m.Plain(TC_COL(tensors.num_elements_valid));
-  m.Plain(TC_COL(tensors.requested_bytes));
-  m.Plain(TC_COL(tensors.allocated_bytes));
-  m.Ids(TC_COL(tensors.allocator));
-  m.Plain(TC_COL(tensors.allocation_id));
-  m.Plain(TC_COL(tensors.ptr));
-  m.Plain(TC_COL(tensors.has_single_reference));
-
-  m.EventIds(TC_COL(allocations.event_id));
-  m.Ids(TC_COL(allocations.allocator));
-  m.Plain(TC_COL(allocations.total_bytes));
-  m.Plain(TC_COL(allocations.peak_bytes));
-  m.Plain(TC_COL(allocations.live_bytes));
-  m.Plain(TC_COL(allocations.allocator_bytes_in_use));
-
-  m.EventIds(TC_COL(alloc_records.event_id));
-  m.Ids(TC_COL(alloc_records.allocator));
-  m.Plain(TC_COL(alloc_records.time_ns));
-  m.Plain(TC_COL(alloc_records.bytes));
-
-  m.Ids(TC_COL(cost_graph.name));
-  m.Ids(TC_COL(cost_graph.device));
-  m.Plain(TC_COL(cost_graph.id));
-  m.Plain(TC_COL(cost_graph.compute_cost));
-  m.Plain(TC_COL(cost_graph.compute_time));
-  m.Plain(TC_COL(cost_graph.memory_time));
-  m.Plain(TC_COL(cost_graph.temporary_memory_size));
-  m.Plain(TC_COL(cost_graph.persistent_memory_size));
-  m.Plain(TC_COL(cost_graph.is_final));
-  m.Plain(TC_COL(cost_graph.inaccurate));
-  m.List(TC_COL(cost_graph.input_nodes));
-  m.List(TC_COL(cost_graph.control_inputs));
-  m.List(TC_COL(cost_graph.output_sizes));
-
-  m.GraphIds(TC_COL(graph_nodes.graph_index));
-  m.Ids(TC_COL(graph_nodes.name));
-  m.Ids(TC_COL(graph_nodes.op));
-  m.Ids(TC_COL(graph_nodes.device));
-  m.List(TC_COL(graph_nodes.inputs));
-
-  m.DeviceIds(TC_COL(thread_names.device_index));
-  m.Plain(TC_COL(thread_names.thread_id));
-  m.List(TC_COL(thread_names.name));
-
-  m.EventIds(TC_COL(persistent_tensors.event_id));
-  m.Plain(TC_COL(persistent_tensors.allocation_id));
-#undef TC_COL
+  // Every column of every table, by its declared role (table_defs.h).
+  TraceTables::ForEachTableAccessor([&](const TableDef&, auto table_of) {
+    using Table = std::decay_t<decltype(table_of(*out))>;
+    Table::ForEachColumnAccessor([&](const ColumnDef& def, auto column_of, auto valid_of) {
+      const auto get = [table_of, column_of](TraceTables& t) -> auto& { return column_of(table_of(t)); };
+      if (def.role == ColumnRole::kDerived) return;  // Finish fills it
+      if (def.holding == ColumnHolding::kOptional && !m.PadOptional(table_of, get, valid_of)) return;
+      m.AddColumn(def.role, get);
+      if constexpr (!std::is_same_v<decltype(valid_of), NoValidity>) {
+        m.Plain([table_of, valid_of](TraceTables& t) -> auto& { return valid_of(table_of(t)); });
+      }
+    });
+  });
   m.Run();
 
   for (size_t k = 1; k < parts.size(); ++k) {
@@ -306,7 +302,7 @@ void MergeTables(std::vector<std::unique_ptr<TraceTables>>& parts, TraceTables* 
     out->unknown_fields += p.unknown_fields;
     out->graph_keys.insert(out->graph_keys.end(), p.graph_keys.begin(), p.graph_keys.end());
     out->graph_count += p.graph_count;
-    if (out->kind.empty()) out->kind = p.kind;
+    if (out->kind == TraceKind::kUnknown) out->kind = p.kind;
   }
   for (auto& part : parts) part.reset();
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "importers/trace_builder.h"
+#include "sink/trace_sink.h"
 
 namespace tracecore {
 
@@ -21,18 +21,18 @@ struct TextChunkInfo {
 
 // Parses [begin, end) as a text-format StepStats or RunMetadata (decided by the first known
 // top-level field) into `builder`, and sets the tables' kind. Throws TraceFormatError.
-void ParseTextProto(const char* begin, const char* end, TraceBuilder& builder);
+void ParseTextProto(const char* begin, const char* end, TraceSink& builder);
 
-// "StepStats" / "RunMetadata" from the first known top-level field ("" if none). May throw.
-std::string DetectTextKind(const char* begin, const char* end);
+// The kind named by the first known top-level field (kUnknown if none). May throw.
+TraceKind DetectTextKind(const char* begin, const char* end);
 
 // Up to chunks-1 split points near equal fractions of the input, each the first byte of a
 // device block line in TensorFlow's print layout. Candidates only: chunk parses verify them.
-std::vector<const char*> FindTextSplits(const char* begin, const char* end, const std::string& kind,
+std::vector<const char*> FindTextSplits(const char* begin, const char* end, TraceKind kind,
                                         size_t chunks);
 
 // Parses [start, stop_at) (stop_at null: to the end) of a text dump of `kind`.
 void ParseTextChunk(const char* begin, const char* end, const char* start, const char* stop_at,
-                    const std::string& kind, TraceBuilder& builder, TextChunkInfo* info);
+                    TraceKind kind, TraceSink& builder, TextChunkInfo* info);
 
 }  // namespace tracecore

@@ -1,5 +1,5 @@
 // Protobuf wire-format importer for StepStats and RunMetadata dumps. Needs no schema objects and
-// allocates nothing per record: fields are decoded straight into the TraceBuilder.
+// allocates nothing per record: fields are decoded straight into the TraceSink.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "importers/trace_builder.h"
+#include "sink/trace_sink.h"
 
 namespace tracecore {
 
@@ -22,7 +22,7 @@ namespace tracecore {
 // top-level fields are looked at, and *complete says whether that was all of them (false: the
 // whole walk may still find a field 2..5; true: the answer is the whole walk's). Never throws;
 // malformed input is left for the parser to report.
-std::string DetectBinaryKind(const uint8_t* data, size_t size,
+TraceKind DetectBinaryKind(const uint8_t* data, size_t size,
                              const ReleaseBehind::Release& release_walked = {},
                              bool* complete = nullptr);
 
@@ -37,25 +37,25 @@ struct BinaryUnit {
 
 // Walks the top two levels of a dump by their length prefixes. Returns false on malformed
 // structure (the sequential parse then reports it).
-bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
+bool PlanBinaryUnits(const uint8_t* data, size_t size, TraceKind kind,
                      std::vector<BinaryUnit>* units,
                      const ReleaseBehind::Release& release_walked = {});
 
 // Parses units [first, last) into `builder` (offsets in errors stay relative to `data`).
 void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const BinaryUnit* last,
-                      const std::string& kind, TraceBuilder& builder);
+                      TraceKind kind, TraceSink& builder);
 
 // Parses [data, data + size) as a binary message of `kind` into `builder`. Throws
 // TraceFormatError with the byte offset of the problem.
-void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
-                      TraceBuilder& builder);
+void ParseBinaryProto(const uint8_t* data, size_t size, TraceKind kind,
+                      TraceSink& builder);
 
 // The unknown fields of [data, data + size) read as a message of `kind`, with values out of
 // range (TraceFormatError::out_of_range) let through: how well a reading that failed only on
 // such a value fits, for choosing the kind of a dump (see ParseTrace). Throws
 // TraceFormatError as ParseBinaryProto does for anything else. The tables it builds are
 // dropped; `release_read` gets the pages it has passed (see ReleaseBehind).
-uint64_t CountBinaryUnknownFields(const uint8_t* data, size_t size, const std::string& kind,
+uint64_t CountBinaryUnknownFields(const uint8_t* data, size_t size, TraceKind kind,
                                   const ReleaseBehind::Release& release_read = {});
 
 }  // namespace tracecore

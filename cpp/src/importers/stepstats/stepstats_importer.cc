@@ -1,4 +1,4 @@
-#include "importers/open_trace.h"
+#include "importers/stepstats/stepstats_importer.h"
 
 #include <exception>
 #include <optional>
@@ -7,10 +7,10 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "importers/binary_proto/binary_parser.h"
-#include "importers/text_proto/text_parser.h"
-#include "importers/trace_builder.h"
-#include "importers/trace_merge.h"
+#include "importers/stepstats/binary/binary_parser.h"
+#include "importers/stepstats/text/text_parser.h"
+#include "sink/trace_merge.h"
+#include "sink/trace_sink.h"
 
 namespace tracecore {
 namespace {
@@ -18,17 +18,6 @@ namespace {
 // Below this, a chunk is not worth a thread.
 constexpr size_t kMinChunkBytes = size_t{4} << 20;
 constexpr int kMaxThreads = 64;
-
-int ThreadCount(const OpenOptions& options, size_t bytes) {
-  int threads = options.threads;
-  if (threads < 0) throw std::invalid_argument("threads must be >= 0");
-  if (threads == 0) threads = static_cast<int>(std::thread::hardware_concurrency());
-  if (threads < 1) threads = 1;
-  if (threads > kMaxThreads) threads = kMaxThreads;
-  const size_t by_size = bytes / kMinChunkBytes;
-  if (static_cast<size_t>(threads) > by_size) threads = static_cast<int>(by_size < 1 ? 1 : by_size);
-  return threads;
-}
 
 // Runs fn(i) for i in [0, n) on n threads, one chunk each, and rethrows the first exception in
 // chunk order.
@@ -46,25 +35,25 @@ ReleaseBehind::Release FileRelease(const MappedFile& file) {
 }
 
 // Gives a builder that parses [begin, ...) of `file` the means to release consumed pages.
-void ReleaseAsConsumed(const MappedFile& file, const char* begin, TraceBuilder& builder) {
+void ReleaseAsConsumed(const MappedFile& file, const char* begin, TraceSink& builder) {
   builder.SetReleaser(begin, FileRelease(file));
 }
 
-std::shared_ptr<TraceTables> NewTables(const std::string& format, size_t bytes) {
+std::shared_ptr<TraceTables> NewTables(Encoding format, size_t bytes) {
   auto tables = std::make_shared<TraceTables>();
   tables->format = format;
   tables->input_bytes = bytes;
   return tables;
 }
 
-// `binary_kind`: "StepStats" or "RunMetadata" for binary input (text input names its own kind).
-std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::string& format,
-                                             const std::string& binary_kind) {
+// `binary_kind`: StepStats or RunMetadata for binary input (text input names its own kind).
+std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, Encoding format,
+                                             TraceKind binary_kind) {
   auto tables = NewTables(format, file.size());
-  TraceBuilder builder(*tables);
-  builder.Reserve(file.data(), file.size(), format == "text");
+  TraceSink builder(*tables);
+  builder.Reserve(file.data(), file.size(), format == Encoding::kText);
   ReleaseAsConsumed(file, file.data(), builder);
-  if (format == "text") {
+  if (format == Encoding::kText) {
     ParseTextProto(file.data(), file.data() + file.size(), builder);
   } else {
     const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
@@ -76,14 +65,14 @@ std::shared_ptr<TraceTables> ParseSequential(const MappedFile& file, const std::
 
 // Parses chunk by chunk on `threads` threads. Returns null when the input cannot be split or a
 // split turns out not to fall on a record boundary; throws TraceFormatError for bad input.
-std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::string& format,
-                                           const std::string& binary_kind, int threads) {
+std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, Encoding format,
+                                           TraceKind binary_kind, int threads) {
   const char* begin = file.data();
   const char* end = begin + file.size();
   std::vector<std::unique_ptr<TraceTables>> parts;
-  if (format == "text") {
-    const std::string kind = DetectTextKind(begin, end);
-    if (kind.empty()) return nullptr;
+  if (format == Encoding::kText) {
+    const TraceKind kind = DetectTextKind(begin, end);
+    if (kind == TraceKind::kUnknown) return nullptr;
     const std::vector<const char*> splits = FindTextSplits(begin, end, kind, static_cast<size_t>(threads));
     if (splits.empty()) return nullptr;
     const size_t n = splits.size() + 1;
@@ -95,7 +84,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
       const char* start = i == 0 ? begin : splits[i - 1];
       const char* stop = i + 1 == n ? nullptr : splits[i];
       parts[i] = std::make_unique<TraceTables>();
-      TraceBuilder builder(*parts[i], false);
+      TraceSink builder(*parts[i], false);
       // The first chunk's columns become the merged ones: room for the whole input (address
       // space only until written), so the merge appends the others in place.
       builder.Reserve(start, i == 0 ? file.size() : static_cast<size_t>((stop ? stop : end) - start), true);
@@ -119,7 +108,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     if (mismatch) return nullptr;
   } else {
     const auto* data = reinterpret_cast<const uint8_t*>(begin);
-    const std::string& kind = binary_kind;
+    const TraceKind kind = binary_kind;
     std::vector<BinaryUnit> units;
     if (!PlanBinaryUnits(data, file.size(), kind, &units, FileRelease(file)) || units.size() < 2) {
       return nullptr;
@@ -145,7 +134,7 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
     parts.resize(n);
     RunChunks(n, [&](size_t i) {
       parts[i] = std::make_unique<TraceTables>();
-      TraceBuilder builder(*parts[i], false);
+      TraceSink builder(*parts[i], false);
       const BinaryUnit* first = units.data() + cuts[i];
       const BinaryUnit* last = units.data() + cuts[i + 1];
       builder.Reserve(reinterpret_cast<const char*>(first->begin),
@@ -157,31 +146,10 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, const std::st
   auto tables = NewTables(format, file.size());
   MergeTables(parts, tables.get());
   tables->threads_used = static_cast<int>(parts.size());
-  TraceBuilder(*tables).Finish();
+  TraceSink(*tables).Finish();
   return tables;
 }
 
-}  // namespace
-
-std::string DetectFormat(const char* data, size_t size) {
-  size_t i = 0;
-  while (i < size && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n' ||
-                      data[i] == '\f' || data[i] == '\v')) {
-    ++i;
-  }
-  if (i == size) return "text";  // empty or blank: the text parser reports it
-  const char first = data[i];
-  const bool text_start = (first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') ||
-                          first == '_' || first == '#' || first == '[';
-  if (!text_start) return "binary";
-  // Text dumps hold no control bytes other than whitespace; binary ones are full of them.
-  const size_t probe = size < 65536 ? size : 65536;
-  for (size_t k = i; k < probe; ++k) {
-    const auto c = static_cast<unsigned char>(data[k]);
-    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') return "binary";
-  }
-  return "text";
-}
 
 // A binary dump carries no type: the same bytes may be a valid StepStats and a valid
 // RunMetadata. The kind guessed from the wire structure (DetectBinaryKind) is parsed first. A
@@ -202,7 +170,7 @@ template <class Parse>
 std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const Parse& parse) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(file.data());
   bool complete = false;
-  std::string guess = DetectBinaryKind(bytes, file.size(), FileRelease(file), &complete);
+  TraceKind guess = DetectBinaryKind(bytes, file.size(), FileRelease(file), &complete);
   // That walk maps nearly every page it passes (the kernel maps a page's neighbours along with
   // it), and unmapped them as it went, 32 MB at a time; unmap the rest until the parse reaches
   // them, or they would stay resident on top of the columns.
@@ -213,7 +181,7 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
     bool bad_value = false;
     std::optional<uint64_t> unknown_fields;  // set when the reading is sound
   };
-  const auto read = [&](const std::string& kind) {
+  const auto read = [&](TraceKind kind) {
     Reading r;
     try {
       r.tables = parse(kind);
@@ -232,13 +200,13 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
     }
     return r;
   };
-  const auto other = [](const std::string& kind) {
-    return std::string(kind == "StepStats" ? "RunMetadata" : "StepStats");
+  const auto other = [](TraceKind kind) {
+    return kind == TraceKind::kStepStats ? TraceKind::kRunMetadata : TraceKind::kStepStats;
   };
   Reading first = read(guess);
   std::optional<Reading> second;
-  if (!complete && guess == "StepStats" && first.unknown_fields != 0u) {
-    const std::string whole = DetectBinaryKind(bytes, file.size(), FileRelease(file), nullptr);
+  if (!complete && guess == TraceKind::kStepStats && first.unknown_fields != 0u) {
+    const TraceKind whole = DetectBinaryKind(bytes, file.size(), FileRelease(file), nullptr);
     file.ReleaseConsumed(0, file.size());
     if (whole != guess) {  // the reading already made is the other one
       second = std::move(first);
@@ -264,64 +232,35 @@ std::shared_ptr<TraceTables> ParseBinaryEitherKind(const MappedFile& file, const
   std::rethrow_exception(pick->error);
 }
 
-std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options) {
-  std::string format = options.format;
-  const bool detected = format == "auto";
-  if (detected) {
-    format = DetectFormat(file.data(), file.size());
-  } else if (format != "text" && format != "binary") {
-    throw std::invalid_argument("format must be 'auto', 'text' or 'binary', not '" + format + "'");
-  }
-  const int threads = ThreadCount(options, file.size());
-  const auto truncated = [] {
-    return TraceFormatError("the file was truncated by another process while it was being read");
-  };
-  const auto parse = [&](const std::string& binary_kind) {
+}  // namespace
+
+int ParseThreads(int threads, size_t bytes) {
+  if (threads < 0) throw std::invalid_argument("threads must be >= 0");
+  if (threads == 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (threads < 1) threads = 1;
+  if (threads > kMaxThreads) threads = kMaxThreads;
+  const size_t by_size = bytes / kMinChunkBytes;
+  if (static_cast<size_t>(threads) > by_size) threads = static_cast<int>(by_size < 1 ? 1 : by_size);
+  return threads;
+}
+
+std::shared_ptr<TraceTables> ReadStepStats(const MappedFile& file, Encoding encoding, int threads) {
+  threads = ParseThreads(threads, file.size());
+  const auto parse = [&](TraceKind binary_kind) {
     std::shared_ptr<TraceTables> tables;
     if (threads > 1) {
       try {
-        tables = ParseParallel(file, format, binary_kind, threads);
+        tables = ParseParallel(file, encoding, binary_kind, threads);
       } catch (const TraceFormatError&) {
         if (file.ShrankSinceOpen()) throw;
         // Bad input: the sequential parse reports the first error in file order.
         tables = nullptr;
       }
     }
-    if (!tables) tables = ParseSequential(file, format, binary_kind);
+    if (!tables) tables = ParseSequential(file, encoding, binary_kind);
     return tables;
   };
-  // Parses the file as `f` ("text" or "binary"), which `parse` then reads from `format`.
-  const auto read_as = [&](const std::string& f) {
-    format = f;
-    return f == "text" ? parse("") : ParseBinaryEitherKind(file, parse);
-  };
-  std::shared_ptr<TraceTables> tables;
-  try {
-    try {
-      tables = read_as(format);
-    } catch (const TraceFormatError&) {
-      if (!detected || file.ShrankSinceOpen()) throw;
-      // Detection guessed wrong, or the file is bad. Whitespace and text characters are wire
-      // bytes too (a '\n' is the key of a length-delimited field 1), and text may hold raw
-      // control bytes inside its string literals: the other reading is taken when it
-      // succeeds with no unknown fields, as a dump TensorFlow wrote has none. Otherwise the
-      // detected format's error stands: blank lines, comments or broken text that decode as
-      // wire format nearly always have unknown fields.
-      const std::exception_ptr detected_error = std::current_exception();
-      try {
-        tables = read_as(format == "text" ? "binary" : "text");
-      } catch (const TraceFormatError&) {
-        if (file.ShrankSinceOpen()) throw;
-        std::rethrow_exception(detected_error);
-      }
-      if (tables->unknown_fields != 0) std::rethrow_exception(detected_error);
-    }
-  } catch (const TraceFormatError&) {
-    if (file.ShrankSinceOpen()) throw truncated();
-    throw;
-  }
-  if (file.ShrankSinceOpen()) throw truncated();
-  return tables;
+  return encoding == Encoding::kText ? parse(TraceKind::kUnknown) : ParseBinaryEitherKind(file, parse);
 }
 
 }  // namespace tracecore

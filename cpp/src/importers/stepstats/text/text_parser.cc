@@ -1,9 +1,9 @@
-#include "importers/text_proto/text_parser.h"
+#include "importers/stepstats/text/text_parser.h"
 
 #include <string>
 #include <string_view>
 
-#include "importers/text_proto/text_cursor.h"
+#include "importers/stepstats/text/text_cursor.h"
 #include "tables/dtypes.h"
 
 namespace tracecore {
@@ -16,15 +16,15 @@ bool DtypeLookup(std::string_view name, int32_t* value) { return DataTypeFromNam
 
 class TextParser {
  public:
-  TextParser(const char* begin, const char* end, TraceBuilder& b) : c_(begin, end), b_(b) {}
+  TextParser(const char* begin, const char* end, TraceSink& b) : c_(begin, end), b_(b) {}
 
   // Parses a chunk instead of the whole input: from `start` (a record boundary found by
   // FindTextSplits) up to `stop_at` (the next one, or null for the end of the input).
-  void SetChunk(const char* start, const char* stop_at, const std::string& kind) {
+  void SetChunk(const char* start, const char* stop_at, TraceKind kind) {
     c_.set_pos(start);
     stop_at_ = stop_at;
-    b_.tables().kind = kind;
-    starts_in_step_stats_ = start != c_.begin() && kind == "RunMetadata";
+    b_.SetKind(kind);
+    starts_in_step_stats_ = start != c_.begin() && kind == TraceKind::kRunMetadata;
   }
 
   // Parses to the end of the input or chunk. Throws TraceFormatError; throws SplitMismatch
@@ -163,7 +163,7 @@ class TextParser {
     const std::string_view s = c_.String(field, &scratch_);
     const uint32_t id = names == Names::kRepeated ? b_.InternRepeated(s)
                         : names == Names::kNode   ? b_.InternNodeName(s)
-                                                  : b_.pool().Intern(s);
+                                                  : b_.Intern(s);
     if (id == StringPool::kInvalidUtf8) c_.Fail(at, "string is not valid UTF-8 in field '" + std::string(field) + "'");
     return id;
   }
@@ -190,7 +190,7 @@ class TextParser {
   void FunctionGraphs();
 
   TextCursor c_;
-  TraceBuilder& b_;
+  TraceSink& b_;
   std::string scratch_;
   int depth_ = 0;
   const char* stop_at_ = nullptr;
@@ -218,37 +218,36 @@ void TextParser::Run() {
 }
 
 void TextParser::TopLevel() {
-  TraceTables& t = b_.tables();
   c_.SkipWhitespace();
-  if (c_.at_end() && c_.pos() != nullptr && t.kind.empty()) {
+  if (c_.at_end() && c_.pos() != nullptr && b_.kind() == TraceKind::kUnknown) {
     c_.Fail(c_.pos(), "empty input: expected a StepStats ('dev_stats {') or a RunMetadata ('step_stats {')");
   }
   for (;;) {
     c_.SkipWhitespace();
-    if (t.kind == "StepStats") CheckSplit();
+    if (b_.kind() == TraceKind::kStepStats) CheckSplit();
     if (c_.at_end()) break;
     const std::string_view name = c_.FieldName();
-    if (t.kind.empty()) {
+    if (b_.kind() == TraceKind::kUnknown) {
       if (name == "dev_stats") {
-        t.kind = "StepStats";
+        b_.SetKind(TraceKind::kStepStats);
       } else if (name == "step_stats" || name == "cost_graph" || name == "partition_graphs" ||
                  name == "function_graphs" || name == "session_metadata") {
-        t.kind = "RunMetadata";
+        b_.SetKind(TraceKind::kRunMetadata);
       }
     }
-    if (t.kind == "StepStats" && name == "dev_stats") {
+    if (b_.kind() == TraceKind::kStepStats && name == "dev_stats") {
       MessageField(name, true, [&] { DeviceStepStats(); });
-    } else if (t.kind == "RunMetadata" && name == "step_stats") {
+    } else if (b_.kind() == TraceKind::kRunMetadata && name == "step_stats") {
       MessageField(name, false, [&] { StepStats(); });
-    } else if (t.kind == "RunMetadata" && name == "cost_graph") {
+    } else if (b_.kind() == TraceKind::kRunMetadata && name == "cost_graph") {
       MessageField(name, false, [&] { CostGraph(); });
-    } else if (t.kind == "RunMetadata" && name == "partition_graphs") {
+    } else if (b_.kind() == TraceKind::kRunMetadata && name == "partition_graphs") {
       MessageField(name, true, [&] {
         GraphDef(name, GraphKey{0, 0, reinterpret_cast<uintptr_t>(c_.pos())});
       });
-    } else if (t.kind == "RunMetadata" && name == "function_graphs") {
+    } else if (b_.kind() == TraceKind::kRunMetadata && name == "function_graphs") {
       MessageField(name, true, [&] { FunctionGraphs(); });
-    } else if (t.kind == "RunMetadata" && name == "session_metadata") {
+    } else if (b_.kind() == TraceKind::kRunMetadata && name == "session_metadata") {
       MessageField(name, false, [&] {
         Message(name, [&](auto& f) {
           if (f.Is("name")) {
@@ -267,7 +266,7 @@ void TextParser::TopLevel() {
     }
     c_.SkipFieldSeparator();
   }
-  if (t.kind.empty()) {
+  if (b_.kind() == TraceKind::kUnknown) {
     c_.Fail(c_.begin(), "no StepStats ('dev_stats') or RunMetadata ('step_stats') field found");
   }
 }
@@ -365,8 +364,7 @@ void TextParser::NodeExecStats(int32_t device_index) {
       std::string_view label = c_.String(f, &scratch_);
       if (label.data() < c_.begin() || label.data() > c_.end()) {
         // Unescaped into the shared scratch: keep a copy of its own.
-        b_.label_scratch().assign(label.data(), label.size());
-        label = b_.label_scratch();
+        label = b_.KeepLabel(label);
       }
       e.label = label;
       e.has_label = true;
@@ -572,7 +570,6 @@ void TextParser::CostGraph() {
 
 void TextParser::CostNode() {
   CostNodeFields n;
-  CostGraphTable& cg = b_.cost_graph();
   Message("node", [&](auto& f) {
     if (f.Is("name")) {
       c_.ExpectColon(f);
@@ -595,7 +592,7 @@ void TextParser::CostNode() {
           }
           return true;
         });
-        cg.input_nodes.values.push_back(preceding_node);
+        b_.AddCostInput(preceding_node);
       });
     } else if (f.Is("output_info")) {
       MessageField(f, true, [&] {
@@ -615,7 +612,7 @@ void TextParser::CostNode() {
           }
           return true;
         });
-        cg.output_sizes.values.push_back(size);
+        b_.AddCostOutputSize(size);
       });
     } else if (f.Is("temporary_memory_size")) {
       ScalarField(f, false, [&] { n.temporary_memory_size = Int64(f); });
@@ -624,7 +621,7 @@ void TextParser::CostNode() {
     } else if (f.Is("is_final")) {
       ScalarField(f, false, [&] { n.is_final = c_.Bool(f); });
     } else if (f.Is("control_input")) {
-      ScalarField(f, true, [&] { cg.control_inputs.values.push_back(c_.Int32(f)); });
+      ScalarField(f, true, [&] { b_.AddCostControlInput(c_.Int32(f)); });
     } else if (f.Is("compute_cost")) {
       ScalarField(f, false, [&] { n.compute_cost = Int64(f); });
     } else if (f.Is("compute_time")) {
@@ -694,33 +691,33 @@ void TextParser::FunctionGraphs() {
 
 }  // namespace
 
-void ParseTextProto(const char* begin, const char* end, TraceBuilder& builder) {
+void ParseTextProto(const char* begin, const char* end, TraceSink& builder) {
   TextParser parser(begin, end, builder);
   parser.Run();
 }
 
-std::string DetectTextKind(const char* begin, const char* end) {
+TraceKind DetectTextKind(const char* begin, const char* end) {
   TextCursor c(begin, end);
   for (;;) {
     c.SkipWhitespace();
-    if (c.at_end()) return "";
+    if (c.at_end()) return TraceKind::kUnknown;
     const std::string_view name = c.FieldName();
-    if (name == "dev_stats") return "StepStats";
+    if (name == "dev_stats") return TraceKind::kStepStats;
     if (name == "step_stats" || name == "cost_graph" || name == "partition_graphs" ||
         name == "function_graphs" || name == "session_metadata") {
-      return "RunMetadata";
+      return TraceKind::kRunMetadata;
     }
     c.SkipValue(name);
     c.SkipFieldSeparator();
   }
 }
 
-std::vector<const char*> FindTextSplits(const char* begin, const char* end, const std::string& kind,
+std::vector<const char*> FindTextSplits(const char* begin, const char* end, TraceKind kind,
                                         size_t chunks) {
   // TensorFlow prints one field per line with two-space indentation: a device block starts at
   // "\ndev_stats {" (StepStats) or "\n  dev_stats {" (inside a RunMetadata's step_stats).
-  const std::string_view needle = kind == "RunMetadata" ? "\n  dev_stats {" : "\ndev_stats {";
-  const size_t indent = kind == "RunMetadata" ? 3 : 1;
+  const std::string_view needle = kind == TraceKind::kRunMetadata ? "\n  dev_stats {" : "\ndev_stats {";
+  const size_t indent = kind == TraceKind::kRunMetadata ? 3 : 1;
   std::vector<const char*> splits;
   const size_t size = static_cast<size_t>(end - begin);
   const std::string_view all(begin, size);
@@ -737,7 +734,7 @@ std::vector<const char*> FindTextSplits(const char* begin, const char* end, cons
 }
 
 void ParseTextChunk(const char* begin, const char* end, const char* start, const char* stop_at,
-                    const std::string& kind, TraceBuilder& builder, TextChunkInfo* info) {
+                    TraceKind kind, TraceSink& builder, TextChunkInfo* info) {
   TextParser parser(begin, end, builder);
   parser.SetChunk(start, stop_at, kind);
   parser.Run();

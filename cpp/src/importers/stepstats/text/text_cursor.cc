@@ -1,4 +1,4 @@
-#include "importers/text_proto/text_cursor.h"
+#include "importers/stepstats/text/text_cursor.h"
 
 #include <array>
 #include <limits>

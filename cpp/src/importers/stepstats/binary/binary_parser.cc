@@ -1,10 +1,10 @@
-#include "importers/binary_proto/binary_parser.h"
+#include "importers/stepstats/binary/binary_parser.h"
 
 #include <algorithm>
 #include <climits>
 #include <string_view>
 
-#include "importers/binary_proto/wire_reader.h"
+#include "importers/protobuf/wire_reader.h"
 
 namespace tracecore {
 namespace {
@@ -23,7 +23,7 @@ class BinaryParser {
  public:
   // `limit`: the end of the readable input (see WireReader). `out_of_range_ok`: values out of
   // range are let through instead of failing the parse (CountBinaryUnknownFields).
-  BinaryParser(const uint8_t* base, const uint8_t* limit, TraceBuilder& b, bool out_of_range_ok = false)
+  BinaryParser(const uint8_t* base, const uint8_t* limit, TraceSink& b, bool out_of_range_ok = false)
       : r_(base, limit), out_of_range_ok_(out_of_range_ok), b_(b) {}
 
   void RunMetadata(Bytes m);
@@ -83,7 +83,7 @@ class BinaryParser {
                                                  bool repeated = false) {
     const uint8_t* at = p;
     const Bytes s = r_.LengthDelimited(p, end);
-    const uint32_t id = repeated ? b_.InternRepeated(s) : b_.pool().Intern(s);
+    const uint32_t id = repeated ? b_.InternRepeated(s) : b_.Intern(s);
     if (id == StringPool::kInvalidUtf8) r_.FailValue(at, "string is not valid UTF-8");
     return id;
   }
@@ -125,7 +125,7 @@ class BinaryParser {
   WireReader r_;
   bool out_of_range_ok_;
   bool saw_known_field_ = false;
-  TraceBuilder& b_;
+  TraceSink& b_;
 };
 
 void BinaryParser::RunMetadata(Bytes m) {
@@ -231,7 +231,7 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
     }
   });
   if (const char* error = b_.EndEvent(device_index, e)) {
-    if (error == TraceBuilder::kTimeOutOfRange) {
+    if (error == TraceSink::kTimeOutOfRange) {
       OutOfRange(Begin(m), error);
     } else {
       r_.FailValue(Begin(m), error);  // a label that is not UTF-8
@@ -367,10 +367,9 @@ void BinaryParser::CostGraph(Bytes m) {
 
 void BinaryParser::CostNode(Bytes m) {
   CostNodeFields n;
-  CostGraphTable& cg = b_.cost_graph();
   Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     const auto control_input = [&](uint64_t v) {
-      cg.control_inputs.values.push_back(static_cast<int32_t>(static_cast<uint32_t>(v)));
+      b_.AddCostControlInput(static_cast<int32_t>(static_cast<uint32_t>(v)));
     };
     switch (key) {
       case K(1, kLengthDelimited): n.name = Intern(p, end); return true;
@@ -385,7 +384,7 @@ void BinaryParser::CostNode(Bytes m) {
             default: return false;
           }
         });
-        cg.input_nodes.values.push_back(preceding_node);
+        b_.AddCostInput(preceding_node);
         return true;
       }
       case K(5, kLengthDelimited): {
@@ -400,7 +399,7 @@ void BinaryParser::CostNode(Bytes m) {
             default: return false;
           }
         });
-        cg.output_sizes.values.push_back(size);
+        b_.AddCostOutputSize(size);
         return true;
       }
       case K(6, kVarint): n.temporary_memory_size = Int64(p, end); return true;
@@ -515,7 +514,7 @@ bool LooksLikeDeviceStepStats(Bytes m) {
 
 }  // namespace
 
-std::string DetectBinaryKind(const uint8_t* data, size_t size,
+TraceKind DetectBinaryKind(const uint8_t* data, size_t size,
                              const ReleaseBehind::Release& release_walked, bool* complete) {
   uint32_t field, wt;
   Bytes payload;
@@ -530,7 +529,7 @@ std::string DetectBinaryKind(const uint8_t* data, size_t size,
   ReleaseBehind walked = WalkRelease(data, release_walked);
   int fields = 0;
   for (Probe top{data, data + size}; top.p < top.end && top.Next(&field, &wt, &payload);) {
-    if (wt == kLengthDelimited && field >= 2 && field <= 5) return "RunMetadata";
+    if (wt == kLengthDelimited && field >= 2 && field <= 5) return TraceKind::kRunMetadata;
     walked.Passed(Chars(top.p));
     if (++fields == limit && top.p < top.end) {
       *complete = false;
@@ -546,19 +545,19 @@ std::string DetectBinaryKind(const uint8_t* data, size_t size,
     uint32_t f2, wt2;
     Bytes p2;
     while (inner.p < inner.end && inner.Next(&f2, &wt2, &p2)) {
-      if (f2 == 2 || f2 == 3) return "StepStats";  // node_stats / thread_names
+      if (f2 == 2 || f2 == 3) return TraceKind::kStepStats;  // node_stats / thread_names
       if (f2 != 1 || wt2 != kLengthDelimited) continue;
       // A device name, or a DeviceStepStats. Bytes that are not UTF-8 are no device name:
       // protobuf's StepStats reading would fail on them.
-      if (!p2.empty() && p2.front() == '/') return "StepStats";
-      if (!p2.empty() && LooksLikeDeviceStepStats(p2)) return "RunMetadata";
-      if (!p2.empty()) return StringPool::IsValidUtf8(p2) ? "StepStats" : "RunMetadata";
+      if (!p2.empty() && p2.front() == '/') return TraceKind::kStepStats;
+      if (!p2.empty() && LooksLikeDeviceStepStats(p2)) return TraceKind::kRunMetadata;
+      if (!p2.empty()) return StringPool::IsValidUtf8(p2) ? TraceKind::kStepStats : TraceKind::kRunMetadata;
     }
   }
-  return "StepStats";
+  return TraceKind::kStepStats;
 }
 
-bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
+bool PlanBinaryUnits(const uint8_t* data, size_t size, TraceKind kind,
                      std::vector<BinaryUnit>* units, const ReleaseBehind::Release& release_walked) {
   units->clear();
   Probe top{data, data + size};
@@ -571,7 +570,7 @@ bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
     if (!top.Next(&field, &wt, &payload)) return false;
     const auto* payload_begin = reinterpret_cast<const uint8_t*>(payload.data());
     if (field == 1 && wt == kLengthDelimited) {
-      if (kind == "StepStats") {
+      if (kind == TraceKind::kStepStats) {
         units->push_back({BinaryUnit::kDeviceStepStats, payload_begin, payload_begin + payload.size()});
         continue;
       }
@@ -591,15 +590,15 @@ bool PlanBinaryUnits(const uint8_t* data, size_t size, const std::string& kind,
       }
       continue;
     }
-    units->push_back({kind == "StepStats" ? BinaryUnit::kStepStatsField : BinaryUnit::kRunMetadataField,
+    units->push_back({kind == TraceKind::kStepStats ? BinaryUnit::kStepStatsField : BinaryUnit::kRunMetadataField,
                       field_begin, top.p});
   }
   return true;
 }
 
 void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const BinaryUnit* last,
-                      const std::string& kind, TraceBuilder& builder) {
-  builder.tables().kind = kind;
+                      TraceKind kind, TraceSink& builder) {
+  builder.SetKind(kind);
   const uint8_t* limit = data;
   for (const BinaryUnit* u = first; u != last; ++u) limit = std::max(limit, u->end);
   BinaryParser parser(data, limit, builder);
@@ -614,15 +613,15 @@ void ParseBinaryUnits(const uint8_t* data, const BinaryUnit* first, const Binary
 }
 
 namespace {
-void ParseWhole(const uint8_t* data, size_t size, const std::string& kind, TraceBuilder& builder,
+void ParseWhole(const uint8_t* data, size_t size, TraceKind kind, TraceSink& builder,
                 bool out_of_range_ok) {
   if (size == 0) {
     throw TraceFormatError::AtByte(0, "empty input: expected a StepStats or RunMetadata message");
   }
-  builder.tables().kind = kind;
+  builder.SetKind(kind);
   BinaryParser parser(data, data + size, builder, out_of_range_ok);
   const Bytes all(reinterpret_cast<const char*>(data), size);
-  if (kind == "RunMetadata") {
+  if (kind == TraceKind::kRunMetadata) {
     parser.RunMetadata(all);
   } else {
     parser.StepStats(all);
@@ -633,15 +632,15 @@ void ParseWhole(const uint8_t* data, size_t size, const std::string& kind, Trace
 }
 }  // namespace
 
-void ParseBinaryProto(const uint8_t* data, size_t size, const std::string& kind,
-                      TraceBuilder& builder) {
+void ParseBinaryProto(const uint8_t* data, size_t size, TraceKind kind,
+                      TraceSink& builder) {
   ParseWhole(data, size, kind, builder, false);
 }
 
-uint64_t CountBinaryUnknownFields(const uint8_t* data, size_t size, const std::string& kind,
+uint64_t CountBinaryUnknownFields(const uint8_t* data, size_t size, TraceKind kind,
                                   const ReleaseBehind::Release& release_read) {
   TraceTables tables;
-  TraceBuilder builder(tables, false);
+  TraceSink builder(tables, false);
   builder.SetReleaser(reinterpret_cast<const char*>(data), release_read);
   ParseWhole(data, size, kind, builder, true);
   return tables.unknown_fields;

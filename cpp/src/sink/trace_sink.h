@@ -18,6 +18,7 @@
 #endif
 
 #include "io/release_behind.h"
+#include "sink/capacity_planner.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore {
@@ -46,7 +47,7 @@ struct EventFields {
 
   uint32_t node_name;
   bool has_label;
-  // Points into the input, or into TraceBuilder::label_scratch() when it had to be unescaped.
+  // Points into the input, or into TraceSink::label_scratch() when it had to be unescaped.
   // Zeroed bytes are {nullptr, 0}: an empty view in libstdc++ and libc++ (not a standard
   // guarantee; has_label, not label, says whether there is one).
   std::string_view label;
@@ -109,15 +110,20 @@ struct GraphNodeFields {
   uint32_t device = StringPool::kEmptyId;
 };
 
-class TraceBuilder {
+class TraceSink {
  public:
   // `arena`: whether its mid-size columns share huge pages (see ColumnArena). Not for the
   // chunks of a parallel parse: the first reserves room for the whole input, which huge pages
   // would make resident at its first write, and the others' columns are freed one by one
   // during the merge (measured: two threads no faster, peak RSS 8 MB higher at 200 MB).
-  explicit TraceBuilder(TraceTables& out, bool arena = true);
+  explicit TraceSink(TraceTables& out, bool arena = true);
 
-  TraceTables& tables() { return t_; }
+  // What the input is, once an importer knows (kUnknown until then).
+  void SetKind(TraceKind kind) { t_.kind = kind; }
+  TraceKind kind() const { return t_.kind; }
+
+  // Interns a string (kInvalidUtf8 when it is not UTF-8).
+  uint32_t Intern(std::string_view s) { return t_.pool.Intern(s); }
 
   // Interns a short name that repeats record after record (allocator and device names): a
   // small direct-mapped cache answers most of them with one compare instead of a hash.
@@ -129,7 +135,6 @@ class TraceBuilder {
     if (id != StringPool::kInvalidUtf8) r.id = id;
     return id;
   }
-  StringPool& pool() { return t_.pool; }
 
   // Interns a node name: the same few thousand names come back step after step, so a
   // direct-mapped cache keyed by a cheap fold of all the name's bytes answers most of them
@@ -178,7 +183,12 @@ class TraceBuilder {
   // Events. BeginEvent returns the id children refer to; EndEvent returns nullptr or a
   // description of what is wrong with the record (e.g. a time out of int64 range).
   int64_t BeginEvent() { return next_event_id_++; }
-  std::string& label_scratch() { return label_; }
+  // A label the importer had to unescape into its own scratch: the sink keeps a copy until
+  // the next call, for the EventFields that point to it.
+  std::string_view KeepLabel(std::string_view label) {
+    label_.assign(label.data(), label.size());
+    return label_;
+  }
   const char* EndEvent(int32_t device_index, const EventFields& f);
   static constexpr const char* kTimeOutOfRange = "event time out of range: nanoseconds overflow int64";
 
@@ -203,8 +213,10 @@ class TraceBuilder {
     t_.persistent_tensors.allocation_id.push_back(allocation_id);
   }
 
-  // Cost graph nodes: list values are appended to the table's list columns as met.
-  CostGraphTable& cost_graph() { return t_.cost_graph; }
+  // Cost graph nodes: list values are appended as met, then EndCostNode closes the row.
+  void AddCostInput(int32_t preceding_node) { t_.cost_graph.input_nodes.values.push_back(preceding_node); }
+  void AddCostControlInput(int32_t id) { t_.cost_graph.control_inputs.values.push_back(id); }
+  void AddCostOutputSize(int64_t size) { t_.cost_graph.output_sizes.values.push_back(size); }
   void EndCostNode(const CostNodeFields& f);
 
   // Graph nodes: inputs are appended as met.
@@ -226,21 +238,12 @@ class TraceBuilder {
     releaser_ = ReleaseBehind(begin, std::move(release), kReleaseStep);
   }
   void Consumed(const char* pos) {
-    if (reinterpret_cast<uintptr_t>(pos) >= calibrate_at_) Calibrate(pos);
+    planner_.Passed(pos);
     releaser_.Passed(pos);
   }
 
-  // Reserves column capacity for `bytes` of input starting at `begin` (a parallel parse's first
-  // chunk passes the whole input, so that the merge appends in place). Room short of the rows
-  // makes columns grow (a copy each time); room never reached costs address space only, except
-  // with the column arena, where it shares touched huge pages with other columns and is
-  // cleared and resident. So a large input's room follows the rates measured on it: after a
-  // first stretch has been parsed (Consumed calls Calibrate), and again each time the parse has
-  // gone four times further, a table the measured rate says will outgrow its room gets room for
-  // the whole input at that rate. With the arena, the room before the first measure is for
-  // the first stretch only, and the first measure sets it; without it, and for inputs too
-  // small to measure, the room is for the whole input at rates typical of dumps.
-  void Reserve(const char* begin, size_t bytes, bool text);
+  // Reserves column capacity for `bytes` of input starting at `begin` (see CapacityPlanner).
+  void Reserve(const char* begin, size_t bytes, bool text) { planner_.Reserve(begin, bytes, text); }
 
   // Derives the per-table columns that need the whole trace (event ids, device counts).
   void Finish();
@@ -249,14 +252,6 @@ class TraceBuilder {
   uint32_t DtypeId(int32_t dtype);
   uint32_t OpFor(const EventFields& f, uint32_t label);
   uint32_t LabelFor(const EventFields& f);
-  // Rows to reserve room for, per table.
-  struct Rows {
-    size_t events, tensors, dims, allocations, records;
-  };
-  static Rows TypicalRows(size_t bytes, bool text);
-  void ReserveRows(const Rows& n);
-  void Calibrate(const char* pos);
-
   // While the builder lives, mid-size columns allocated on its thread share huge pages.
   ColumnArena arena_;
   TraceTables& t_;
@@ -265,13 +260,7 @@ class TraceBuilder {
   uint32_t dtype_ids_[256] = {};
   static constexpr ptrdiff_t kReleaseStep = ptrdiff_t{8} << 20;
   ReleaseBehind releaser_;
-  // Reserve's input; whether the room is still for the first stretch only; the address at
-  // which Consumed calls Calibrate (never, until Reserve arms it).
-  const char* input_begin_ = nullptr;
-  size_t input_bytes_ = 0;
-  bool text_ = false;
-  bool room_for_stretch_ = false;
-  uintptr_t calibrate_at_ = UINTPTR_MAX;
+  CapacityPlanner planner_;
   struct RecentName {
     uint32_t id = StringPool::kInvalidUtf8;
   };

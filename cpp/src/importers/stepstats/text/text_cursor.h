@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "importers/text_proto/swar.h"
+#include "importers/stepstats/text/swar.h"
 
 namespace tracecore {
 

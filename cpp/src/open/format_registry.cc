@@ -1,0 +1,158 @@
+#include "open/format_registry.h"
+
+#include <exception>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "importers/stepstats/stepstats_importer.h"
+
+namespace tracecore {
+namespace {
+
+// Detection reads this much of an input's start.
+constexpr size_t kHeadBytes = 65536;
+
+bool IsTextWhitespace(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+// Protobuf text: after whitespace, a character that can start a field name or a comment, and
+// no control bytes but whitespace in the first 64 KB. Blank input is taken for text too (the
+// text parser reports it as empty).
+Recognition RecogniseStepStatsText(std::string_view input) {
+  size_t i = 0;
+  while (i < input.size() && IsTextWhitespace(input[i])) ++i;
+  if (i == input.size()) return Recognition::kYes;
+  const char first = input[i];
+  const bool text_start = (first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') ||
+                          first == '_' || first == '#' || first == '[';
+  if (!text_start) return Recognition::kNo;
+  const size_t probe = input.size() < kHeadBytes ? input.size() : kHeadBytes;
+  for (size_t k = i; k < probe; ++k) {
+    const auto c = static_cast<unsigned char>(input[k]);
+    if (c < 0x20 && !IsTextWhitespace(static_cast<char>(c))) return Recognition::kNo;
+  }
+  return Recognition::kYes;
+}
+
+// Any bytes may be a binary StepStats or RunMetadata: the format of last resort.
+Recognition RecogniseStepStatsBinary(std::string_view) { return Recognition::kMaybe; }
+
+std::shared_ptr<TraceTables> ReadStepStatsText(const MappedFile& file, int threads) {
+  return ReadStepStats(file, Encoding::kText, threads);
+}
+std::shared_ptr<TraceTables> ReadStepStatsBinary(const MappedFile& file, int threads) {
+  return ReadStepStats(file, Encoding::kBinary, threads);
+}
+
+// Files that are certainly not traces, by their first bytes.
+struct NotATrace {
+  std::string_view magic;
+  const char* what;
+};
+constexpr NotATrace kNotTraces[] = {
+    {"\x89PNG\r\n\x1a\n", "a PNG image"},
+    {"\xff\xd8\xff", "a JPEG image"},
+    {"GIF8", "a GIF image"},
+    {"%PDF-", "a PDF document"},
+    {"PK\x03\x04", "a ZIP archive"},
+    {"\x7f" "ELF", "an ELF executable"},
+    {"BZh", "bzip2-compressed (decompress it first)"},
+    {std::string_view("\xfd" "7zXZ\x00", 6), "xz-compressed (decompress it first)"},
+    {"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first)"},
+    {"PAR1", "a Parquet file (open the directory Trace.to_parquet wrote)"},
+};
+
+const FormatEntry& EntryOf(Format format) {
+  for (const FormatEntry& e : Formats()) {
+    if (e.format == format) return e;
+  }
+  throw std::logic_error("format not registered");
+}
+
+// The other reading of bytes that can be taken for either StepStats encoding.
+Format OtherStepStatsEncoding(Format format) {
+  return format == Format::kStepStatsText ? Format::kStepStatsBinary : Format::kStepStatsText;
+}
+
+TraceFormatError Truncated() {
+  return TraceFormatError("the file was truncated by another process while it was being read");
+}
+
+}  // namespace
+
+const std::vector<FormatEntry>& Formats() {
+  static const std::vector<FormatEntry> formats = {
+      {Format::kStepStatsText, "text", &RecogniseStepStatsText, &ReadStepStatsText},
+      {Format::kStepStatsBinary, "binary", &RecogniseStepStatsBinary, &ReadStepStatsBinary},
+  };
+  return formats;
+}
+
+const char* FormatName(Format format) { return EntryOf(format).name; }
+
+Format DetectFormat(std::string_view input) {
+  for (const NotATrace& n : kNotTraces) {
+    if (input.substr(0, n.magic.size()) == n.magic) {
+      TraceFormatError e = TraceFormatError::AtByte(0, std::string("not a trace: the file is ") + n.what);
+      throw e;
+    }
+  }
+  const FormatEntry* maybe = nullptr;
+  for (const FormatEntry& e : Formats()) {
+    const Recognition r = e.recognise(input);
+    if (r == Recognition::kYes) return e.format;
+    if (r == Recognition::kMaybe && maybe == nullptr) maybe = &e;
+  }
+  if (maybe == nullptr) throw TraceFormatError::AtByte(0, "not a trace in any format tracecore reads");
+  return maybe->format;
+}
+
+std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options) {
+  const bool detected = options.format == "auto";
+  Format format;
+  if (detected) {
+    format = DetectFormat(std::string_view(file.data(), file.size()));
+  } else {
+    const FormatEntry* named = nullptr;
+    for (const FormatEntry& e : Formats()) {
+      if (options.format == e.name) named = &e;
+    }
+    if (named == nullptr) {
+      std::string names = "'auto'";
+      for (const FormatEntry& e : Formats()) names += std::string(", '") + e.name + "'";
+      throw std::invalid_argument("format must be one of " + names + ", not '" + options.format + "'");
+    }
+    format = named->format;
+  }
+  if (options.threads < 0) throw std::invalid_argument("threads must be >= 0");
+  std::shared_ptr<TraceTables> tables;
+  try {
+    try {
+      tables = EntryOf(format).read(file, options.threads);
+    } catch (const TraceFormatError&) {
+      if (!detected || file.ShrankSinceOpen()) throw;
+      // Detection guessed wrong, or the file is bad. Whitespace and text characters are wire
+      // bytes too (a '\n' is the key of a length-delimited field 1), and text may hold raw
+      // control bytes inside its string literals: the other reading is taken when it
+      // succeeds with no unknown fields, as a dump TensorFlow wrote has none. Otherwise the
+      // detected format's error stands: blank lines, comments or broken text that decode as
+      // wire format nearly always have unknown fields.
+      const std::exception_ptr detected_error = std::current_exception();
+      try {
+        tables = EntryOf(OtherStepStatsEncoding(format)).read(file, options.threads);
+      } catch (const TraceFormatError&) {
+        if (file.ShrankSinceOpen()) throw;
+        std::rethrow_exception(detected_error);
+      }
+      if (tables->unknown_fields != 0) std::rethrow_exception(detected_error);
+    }
+  } catch (const TraceFormatError&) {
+    if (file.ShrankSinceOpen()) throw Truncated();
+    throw;
+  }
+  if (file.ShrankSinceOpen()) throw Truncated();
+  return tables;
+}
+
+}  // namespace tracecore

@@ -1,0 +1,59 @@
+// The format registry: the one place that decides what a file is and which importer reads it.
+//
+// Each format registers how it recognises its bytes (magic bytes, structure) and how it reads
+// them. OpenTrace detects the format of an input (unless the caller names one), refuses files
+// that are certainly not traces with a message saying what they are, reads the input with the
+// format's importer, and applies the fallbacks between formats whose bytes can look alike.
+// docs/architecture.md has the rule as a table.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/mapped_file.h"
+#include "tables/trace_tables.h"
+
+namespace tracecore {
+
+// The formats tracecore reads, by the name `format=` takes.
+enum class Format : uint8_t {
+  kStepStatsText,    // "text": StepStats / RunMetadata, protobuf text format
+  kStepStatsBinary,  // "binary": StepStats / RunMetadata, protobuf wire format
+};
+
+// How sure a recogniser is that bytes are in its format.
+enum class Recognition : uint8_t { kNo, kMaybe, kYes };
+
+struct FormatEntry {
+  Format format;
+  const char* name;  // what `format=` takes and Trace.format shows
+  // Looks at the input's first bytes (it may be mapped: a recogniser reads as little as it can,
+  // 64 KB at most, but for a run of leading whitespace).
+  Recognition (*recognise)(std::string_view input);
+  // Reads a whole input. Throws TraceFormatError.
+  std::shared_ptr<TraceTables> (*read)(const MappedFile& file, int threads);
+};
+
+// Every format, in the order detection asks them.
+const std::vector<FormatEntry>& Formats();
+
+struct OpenOptions {
+  std::string format = "auto";  // "auto" or a FormatEntry name
+  int threads = 0;              // 0 = every core
+};
+
+// What the first bytes of an input say it is: the first format whose recogniser says kYes,
+// else the first that says kMaybe. Throws TraceFormatError (at byte offset 0) for an input that
+// is certainly no trace (an image, an archive, a Parquet file, ...).
+Format DetectFormat(std::string_view input);
+
+// The name of a format ("text", "binary").
+const char* FormatName(Format format);
+
+// Parses a whole input. Throws TraceFormatError for bad input, std::invalid_argument for bad
+// options.
+std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options);
+
+}  // namespace tracecore

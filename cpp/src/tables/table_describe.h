@@ -1,0 +1,89 @@
+// What the table declarations give, for any table struct made by TC_TABLE_BODY: its Arrow
+// view and its column reference. In a header so that tests can apply them to scratch tables.
+#pragma once
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tables/column_def.h"
+#include "tables/table_views.h"
+
+namespace tracecore {
+
+// A column's view, from its declaration and storage.
+template <class T, class A>
+ColumnView ViewOf(const ColumnDef& d, const std::vector<T, A>& v, const Column<uint8_t>* valid) {
+  return columns::Fixed(d.name, d.kind, v, valid != nullptr ? valid->data() : nullptr);
+}
+inline ColumnView ViewOf(const ColumnDef& d, const StringColumn& s, const Column<uint8_t>*) {
+  return columns::String(d.name, s);
+}
+inline ColumnView ViewOf(const ColumnDef& d, const ListColumn<int32_t>& l, const Column<uint8_t>*) {
+  return columns::ListInt32(d.name, l);
+}
+inline ColumnView ViewOf(const ColumnDef& d, const ListColumn<int64_t>& l, const Column<uint8_t>*) {
+  return columns::ListInt64(d.name, l);
+}
+inline ColumnView ViewOf(const ColumnDef& d, const ListStringColumn& l, const Column<uint8_t>*) {
+  return columns::ListString(d.name, l);
+}
+
+template <class Table>
+TableView DescribeTableOf(const Table& table) {
+  const auto rows = static_cast<int64_t>(table.size());
+  std::vector<ColumnView> views;
+  table.ForEachColumn([&](const ColumnDef& d, const auto& storage, const Column<uint8_t>* valid) {
+    if (!d.exported()) return;
+    if (d.holding == ColumnHolding::kOptional && storage.size() == 0 && rows > 0) {
+      ColumnView c{d.name, d.kind, rows};
+      c.all_null = true;
+      views.push_back(c);
+      return;
+    }
+    views.push_back(ViewOf(d, storage, valid));
+  });
+  return MakeTableView(rows, std::move(views));
+}
+
+template <class Table>
+std::vector<ColumnDef> ExportedColumns() {
+  std::vector<ColumnDef> out;
+  for (const ColumnDef& d : Table::kColumns) {
+    if (d.exported()) out.push_back(d);
+  }
+  return out;
+}
+
+inline const char* HoldingNote(ColumnHolding h) {
+  switch (h) {
+    case ColumnHolding::kRequired: return "";
+    case ColumnHolding::kNullable: return " (nullable)";
+    case ColumnHolding::kOptional: return " (nullable; all null where the format has none)";
+  }
+  return "";
+}
+
+template <class Table>
+std::string TableReference(const TableDef& def) {
+  std::string out = "## `";
+  out += def.name;
+  out += "`\n\n";
+  out += def.doc;
+  out += "\n\n| column | type | meaning |\n|---|---|---|\n";
+  for (const ColumnDef& c : Table::kColumns) {
+    if (!c.exported()) continue;
+    out += "| `";
+    out += c.name;
+    out += "` | ";
+    out += ArrowTypeName(c.kind);
+    out += HoldingNote(c.holding);
+    out += " | ";
+    out += c.doc;
+    out += " |\n";
+  }
+  out += "\n";
+  return out;
+}
+
+}  // namespace tracecore
