@@ -1,6 +1,6 @@
 """Test oracle: the rows tracecore must report, computed from a protobuf-parsed message.
 
-``expected_tables(msg)`` derives every table of docs/api_contract.md from a StepStats or
+``expected_tables(msg)`` derives every table of docs/tables.md from a StepStats or
 RunMetadata message (the classes in tests/tfproto.py, or any message with the same field names),
 following the contract's derivation rules literally. ``assert_trace_matches(trace, msg)`` compares
 a tracecore Trace with it column by column (schema too) and reports the first mismatching row.
@@ -26,7 +26,7 @@ class OracleOutOfRange(ValueError):
 
 
 # --------------------------------------------------------------------------------------------
-# Column specs: table -> [(column, type)], in the order of docs/api_contract.md.
+# Column specs: table -> [(column, type)], in the order of docs/tables.md.
 # type is one of: int32 int64 uint32 uint64 bool string dict list<int32> list<int64> list<string>
 # --------------------------------------------------------------------------------------------
 SCHEMAS: dict[str, list[tuple[str, str]]] = {
@@ -119,8 +119,8 @@ def dtype_name(value: int) -> str:
 
 
 def device_kind(device: str) -> str:
-    # Not spelled out in docs/api_contract.md; this is the lead's ClassifyDevice
-    # (cpp/src/tables/trace_tables.cc): last "/stream:" -> stream / stream_all ("all" after it),
+    # The rule of docs/api.md ("Device kind"), ClassifyDevice in
+    # cpp/src/sink/trace_semantics.cc: last "/stream:" -> stream / stream_all ("all" after it),
     # ends with "/memcpy" -> memcpy, contains "/device:" or "/job:" -> executor, else other.
     stream = device.rfind("/stream:")
     if stream >= 0:
@@ -319,7 +319,7 @@ def table_problems(name: str, table, expected_rows: list[dict]) -> list[str]:
     spec = SCHEMAS[name]
     names = [f.name for f in table.schema]
     want_names = [c for c, _ in spec]
-    # Known extensions beyond docs/api_contract.md may follow the contract's columns; their
+    # Known extensions beyond docs/tables.md may follow the declared columns; their
     # values are not part of this oracle.
     extras = [c for c in names if c not in want_names]
     unknown_extras = [c for c in extras if c not in EXTENSION_COLUMNS.get(name, ())]

@@ -1,4 +1,4 @@
-"""Brute-force oracles for the tracecore queries (docs/api_contract.md, section "Queries").
+"""Brute-force oracles for the tracecore queries (docs/queries.md).
 
 Everything here works on plain Python lists / numpy arrays and is written for clarity, not speed
 (O(n^2) pairs, instant-by-instant concurrency, per-record replays). Results are plain Python

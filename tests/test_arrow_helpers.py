@@ -217,7 +217,7 @@ def test_buffer_bytes_counts_overlapping_buffers_and_nested_dictionaries_once():
 
 
 def test_buffer_bytes_of_a_trace():
-    # tests/data/seed001_runmetadata.pbtxt at the contract's column widths (docs/api_contract.md):
+    # tests/data/seed001_runmetadata.pbtxt at the declared column widths (docs/tables.md):
     # every table's buffers, the string pool behind all the dictionary columns once.
     from pathlib import Path
 

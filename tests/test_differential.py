@@ -2,7 +2,7 @@
 
 Every input is parsed twice: by tracecore and by the `protobuf` package (with the hand-built
 TensorFlow descriptors of tests/tfproto.py). tests/oracle.py turns the protobuf message into
-the rows docs/api_contract.md promises and compares every column of every table.
+the rows docs/tables.md and docs/api.md promise and compares every column of every table.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ _TEXT_WHITESPACE = b" \t\r\n\f\v"
 
 
 def detected_as_text(data: bytes) -> bool:
-    """Whether format="auto" takes `data` for text (DetectFormat, cpp/src/importers/open_trace.cc):
+    """Whether format="auto" takes `data` for text (DetectFormat, cpp/src/open/format_registry.cc):
     after whitespace, a letter, '_', '#' or '[', and no control byte but whitespace in the first
     64 KB; blank input counts as text."""
     i = 0

@@ -24,7 +24,7 @@ SEED001 = DATA / "seed001_runmetadata.pbtxt"
 
 DICT = pa.dictionary(pa.int32(), pa.string())
 
-# The exact schema of every table, from docs/api_contract.md.
+# The exact schema of every table, from docs/tables.md.
 SCHEMAS = {
     "devices": pa.schema([
         ("device_index", pa.int32()), ("device", DICT), ("kind", pa.string()),

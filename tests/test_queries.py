@@ -1,4 +1,4 @@
-"""Property tests and seed figures for the tracecore queries (docs/api_contract.md, "Queries").
+"""Property tests and seed figures for the tracecore queries (docs/queries.md).
 
 Random small traces are written as StepStats text files (nanosecond fields, all_start_nanos != 0
 so that the ns values are exact), opened with tracecore, and every query result is compared
