@@ -12,8 +12,9 @@ its compute kernels is in the baseline, not in the figure). Rows:
   protobuf-py (upb)                  text_format.Parse (text) / ParseFromString (binary) of the
                                      same bytes; text files over --peer-full-mb are measured on a
                                      prefix cut at a top-level `dev_stats {` (the row says so)
-  protobuf-cpp                       /tmp/tc-peer/peer_textformat (generated C++ code), if built
-                                     by /work/shared/peers/build.sh; its own parse-time figure
+  protobuf-cpp                       /tmp/tc-peer/peer_textformat (protobuf C++ code generated
+                                     from step_stats.proto; not in this repository, see
+                                     bench/README.md), if present; its own parse-time figure
 
 MB/s = bytes parsed / seconds / 1e6; the file is read once beforehand so every run starts with
 a warm page cache. Seconds are wall time of the parse call only (the peers get their input
@@ -479,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         ap.error("no FILE and no --generate")
     if args.peer and args.cpp_peer and not CPP_PEER.exists():
-        print(f"(C++ peer not built: {CPP_PEER} missing; run /work/shared/peers/build.sh)")
+        print(f"(C++ peer not built: {CPP_PEER} missing; see bench/README.md)")
 
     env = _environment()
     print(
