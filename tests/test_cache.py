@@ -196,7 +196,7 @@ def test_a_new_version_does_not_read_old_entries(
     seed1: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tracecore.open(seed1, cache=True)
-    monkeypatch.setattr(tracecore, "__version__", "999.0")
+    monkeypatch.setattr(tracecore._version, "__version__", "999.0")
     t = tracecore.open(seed1, cache=True)
     assert "loaded_from" not in t.stats
     assert tracecore.open(seed1, cache=True).stats["loaded_from"] == "cache"

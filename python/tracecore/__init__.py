@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from ._core import TraceFormatError
+from ._version import __version__
 from .dataset import open_many
 from .trace import Trace, open, sample_path
 
@@ -28,12 +29,5 @@ __all__ = [
     "sample_path",
     "__version__",
 ]
-
-try:
-    from importlib.metadata import version as _version
-
-    __version__ = _version("tracecore")
-except Exception:  # pragma: no cover - running from a source tree without metadata
-    __version__ = "0.0.0"
 
 del annotations  # from the __future__ import: not part of the package

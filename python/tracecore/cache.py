@@ -34,7 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _core
+from . import _core, _version
 from .export import StoredTrace, compact_dictionaries, trace_meta
 from .trace import Trace, _open_parsed
 
@@ -55,9 +55,7 @@ def cache_dir() -> Path:
 def cache_key(abs_path: str, size: int, mtime_ns: int) -> str:
     """The key of a file's entry: sha256 of its absolute path, size, mtime and the tracecore
     version (a new version never reads an older version's tables)."""
-    from . import __version__
-
-    ident = json.dumps([CACHE_LAYOUT_VERSION, abs_path, size, mtime_ns, __version__])
+    ident = json.dumps([CACHE_LAYOUT_VERSION, abs_path, size, mtime_ns, _version.__version__])
     return hashlib.sha256(ident.encode("utf-8")).hexdigest()
 
 

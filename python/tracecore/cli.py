@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from . import __version__
 from ._arrow import buffer_bytes, to_numpy
 from ._core import TraceFormatError
+from ._version import __version__
 from .export import PARQUET_CODECS
 from .trace import Trace, open, sample_path
 

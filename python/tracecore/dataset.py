@@ -29,7 +29,8 @@ import pyarrow.compute as pc
 
 from . import _core
 from ._core import TraceFormatError
-from .trace import Trace, as_int, check_flag, check_ns, check_threads
+from .checks import as_int, check_flag, check_ns, check_threads
+from .trace import Trace
 from .trace import open as _open_trace
 
 #: Columns TraceSet adds in front of every table, in this order.

@@ -32,7 +32,7 @@ from typing import IO, Any
 import numpy as np
 import pyarrow as pa
 
-from . import _core
+from . import _core, _version
 from ._core import TraceFormatError
 from .trace import Trace
 
@@ -62,14 +62,12 @@ class StoredTrace(Trace):
 def trace_meta(trace: Trace) -> dict[str, Any]:
     """What a stored copy of ``trace`` records about it: source identity, kind, format,
     row counts and the parse statistics."""
-    from . import __version__
-
     meta = trace._meta
     stats = {k: v for k, v in trace.stats.items() if k not in ("loaded_from", "load_seconds")}
     counts = {name: trace.table(name).num_rows for name in trace.table_names}
     return {
         "layout_version": LAYOUT_VERSION,
-        "tracecore_version": __version__,
+        "tracecore_version": _version.__version__,
         "source": meta.get("source") or (os.path.abspath(trace.source) if trace.source else None),
         "size": meta.get("size"),
         "mtime_ns": meta.get("mtime_ns"),
