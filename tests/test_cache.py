@@ -61,7 +61,7 @@ def test_second_open_maps_the_cache(seed1: Path, cache_root: Path) -> None:
     )
 
     second = tracecore.open(seed1, cache=True)
-    assert isinstance(second, export.StoredTrace)
+    assert isinstance(second, tracecore.Trace) and second._rebuild_core is not None  # stored
     assert second._core is None
     assert second.stats["loaded_from"] == "cache"
     assert second.stats["events"] == 292 and len(second) == 292

@@ -453,15 +453,15 @@ def test_open_with_progress_is_quiet_when_fast(capsys: pytest.CaptureFixture[str
 
 
 def test_slow_open_shows_progress_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracecore import trace as trace_module
+    from tracecore import parsing
 
-    real_open_file = trace_module._core.open_file
+    real_open_file = parsing._core.open_file
 
     def slow_open_file(*args):
         time.sleep(1.3)
         return real_open_file(*args)
 
-    monkeypatch.setattr(trace_module._core, "open_file", slow_open_file)
+    monkeypatch.setattr(parsing._core, "open_file", slow_open_file)
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     t = tracecore.open(SEED1, progress=True)

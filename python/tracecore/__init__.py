@@ -10,7 +10,8 @@ from __future__ import annotations
 from ._core import TraceFormatError
 from ._version import __version__
 from .dataset import open_many
-from .trace import Trace, open, sample_path
+from .opening import open, sample_path
+from .trace import Trace
 
 
 def read_listing(path):

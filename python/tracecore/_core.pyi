@@ -11,6 +11,7 @@ class TraceFormatError(ValueError):
     line: int | None
     column: int | None
     offset: int | None
+    path: str
 
 class Trace:
     @property

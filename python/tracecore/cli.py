@@ -29,8 +29,9 @@ import pyarrow.compute as pc
 from ._arrow import buffer_bytes, to_numpy
 from ._core import TraceFormatError
 from ._version import __version__
-from .export import PARQUET_CODECS
-from .trace import Trace, open, sample_path
+from .opening import open, sample_path
+from .parquet import PARQUET_CODECS
+from .trace import Trace
 
 _MB = 1e6
 
@@ -649,7 +650,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if os.environ.get("TRACECORE_DEBUG"):
         return int(args.func(args))
-    from .export import SourceUnavailableError
+    from .stored import SourceUnavailableError
 
     try:
         return int(args.func(args))

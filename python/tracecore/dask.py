@@ -32,7 +32,7 @@ from .dataset import (
     keyed_table,
     resolve_paths,
 )
-from .trace import open as _open_trace
+from .opening import open as _open_trace
 
 #: ``table="traces"`` gives one row per file with these columns (status and error per file).
 TRACES_SCHEMA = pa.schema(
@@ -214,7 +214,7 @@ def read_traces(
             step_type,
         )
     elif callable(table):
-        from .trace import sample_path
+        from .opening import sample_path
 
         sample = keyed_table(
             table(_open_trace(sample_path(), threads=1)), "", 0, None, None, 0, rank_type, step_type

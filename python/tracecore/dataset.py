@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 from . import _core
 from ._core import TraceFormatError
 from .checks import as_int, check_flag, check_ns, check_threads
+from .opening import open as _open_trace
 from .trace import Trace
-from .trace import open as _open_trace
 
 #: Columns TraceSet adds in front of every table, in this order.
 KEY_COLUMNS = ("trace_id", "rank", "step")
@@ -231,7 +231,7 @@ def empty_table(
 ) -> pa.Table:
     """An empty ``name`` table with the key columns (its schema taken from the bundled sample)."""
     if not _SAMPLE:
-        from .trace import sample_path
+        from .opening import sample_path
 
         _SAMPLE.append(_open_trace(sample_path(), threads=1))
     t = _SAMPLE[0]
@@ -883,7 +883,7 @@ class TraceSet:
         import pyarrow.dataset as ds
         import pyarrow.parquet as pq
 
-        from .export import check_parquet_compression
+        from .parquet import check_parquet_compression
 
         check_parquet_compression(compression)
         out = Path(directory)

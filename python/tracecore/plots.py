@@ -42,7 +42,7 @@ def check_plot_path(path: str | os.PathLike[str]) -> Path:
         ValueError: the extension is missing or not an image format matplotlib writes.
         FileNotFoundError / NotADirectoryError: where the file would go is not a directory.
     """
-    from .export import checked_output_file
+    from .outputs import checked_output_file
 
     out = Path(path)
     formats = _figure(1, 1).canvas.get_supported_filetypes()

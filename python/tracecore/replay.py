@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
 from ._arrow import scalar, table_from_capsules
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
 class MemoryReplay:
@@ -97,7 +103,15 @@ def _allocators(trace, source: str) -> list[str]:
     return sorted(str(a) for a in pc.unique(column.cast(pa.string())).to_pylist())
 
 
-def replay(trace, source: str, allocator: str | None, baseline: str | None) -> MemoryReplay:
+def replay(
+    trace: Trace,
+    core: Callable[[], _core.Trace],
+    source: str,
+    allocator: str | None,
+    baseline: str | None,
+) -> MemoryReplay:
+    """:meth:`Trace.replay` of ``trace``; ``core`` gives its native core, called once the
+    arguments are checked (a stored trace re-parses its source there)."""
     if source not in ("records", "tensors"):
         raise ValueError(f"source must be 'records' or 'tensors', not {source!r}")
     if baseline not in (None, "snapshot"):
@@ -111,12 +125,12 @@ def replay(trace, source: str, allocator: str | None, baseline: str | None) -> M
         known = _allocators(trace, source)
         if allocator not in known:
             raise KeyError(f"no allocator {allocator!r} in the {source}; allocators: {known}")
-    core = trace._ensure_core()  # after the argument checks: a stored trace re-parses here
+    native = core()
     if source == "tensors":
-        return MemoryReplay(trace, source, _core.replay(core, source, allocator, snapshot))
-    capsules = _core.replay(core, source, allocator, snapshot, False)
+        return MemoryReplay(trace, source, _core.replay(native, source, allocator, snapshot))
+    capsules = _core.replay(native, source, allocator, snapshot, False)
 
     def replay_live():
-        return _core.replay(core, source, allocator, snapshot, True)[2]
+        return _core.replay(native, source, allocator, snapshot, True)[2]
 
     return MemoryReplay(trace, source, capsules, replay_live)
