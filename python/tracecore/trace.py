@@ -186,7 +186,7 @@ class Trace:
 
     def shape_listing(self) -> str:
         """Per-node shape listing in the format of TensorFlow's shape dumps."""
-        from .names import shape_listing
+        from .listing import shape_listing
 
         return shape_listing(self)
 
