@@ -345,6 +345,33 @@ def test_partitioned_parquet_queried_by_duckdb(ts, run, tmp_path):
     ]
 
 
+def test_empty_tables_take_their_schema_from_the_core(monkeypatch):
+    from tracecore import _core
+    from tracecore.dataset import empty_table, keyed_table
+
+    t = tracecore.open(tracecore.sample_path())
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("an empty table's schema must not come from a parse")
+
+    monkeypatch.setattr(_core, "open_file", no_parse)
+    monkeypatch.setattr(_core, "open_bytes", no_parse)
+    for name in _core.TABLE_NAMES:
+        parsed = (t.events if name == "events" else t.table(name)).schema
+        assert _core.schema(name) is not None
+        expected = keyed_table(
+            parsed.empty_table(), name, 0, None, None, 0, pa.int64(), pa.string()
+        )
+        empty = empty_table(name, pa.int64(), pa.string())
+        assert empty.num_rows == 0
+        assert empty.schema.equals(expected.schema, check_metadata=True), name
+    assert {"forward_scope", "phase"} <= set(empty_table("events").column_names)
+    with pytest.raises(KeyError, match="no table 'nope'"):
+        empty_table("nope")
+    with pytest.raises(KeyError):
+        _core.schema("nope")
+
+
 # -- errors ----------------------------------------------------------------------------------------
 def test_corrupted_file_is_reported_and_the_rest_load(run, tmp_path):
     run_dir = Path(shutil.copytree(run.path, tmp_path / "run"))

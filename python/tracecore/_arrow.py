@@ -21,6 +21,11 @@ def table_from_capsules(capsules: tuple[object, object]) -> pa.Table:
     return pa.Table.from_batches([batch])
 
 
+def schema_from_capsule(capsule: object) -> pa.Schema:
+    """A pyarrow Schema from an arrow_schema PyCapsule."""
+    return pa.Schema._import_from_c_capsule(capsule)
+
+
 def buffer_bytes(tables: Iterable[pa.Table]) -> int:
     """Bytes of the memory behind ``tables``: the union of the address ranges of every buffer
     of every chunk, children and dictionaries (at any depth) included, so memory that several

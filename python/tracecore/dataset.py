@@ -28,8 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
+from ._arrow import schema_from_capsule
 from ._core import TraceFormatError
 from .checks import as_int, check_flag, check_ns, check_threads
+from .names import add_name_columns
 from .opening import open as _open_trace
 from .trace import Trace
 
@@ -222,20 +224,25 @@ def keyed_table(
     return table
 
 
-_SAMPLE: list[Trace] = []  # the bundled sample, opened once, for empty tables' schemas
 _INT64 = pa.int64()
+
+
+def table_schema(name: str) -> pa.Schema:
+    """The schema of table ``name`` as a Trace gives it (``events`` with the name columns),
+    from the native core's table definitions: no trace is needed."""
+    if name not in _core.TABLE_NAMES:
+        raise KeyError(f"no table {name!r}; tables: {list(_core.TABLE_NAMES)}")
+    schema = schema_from_capsule(_core.schema(name))
+    if name == "events":
+        schema = add_name_columns(schema.empty_table()).schema
+    return schema
 
 
 def empty_table(
     name: str, rank_type: pa.DataType = _INT64, step_type: pa.DataType = _INT64
 ) -> pa.Table:
-    """An empty ``name`` table with the key columns (its schema taken from the bundled sample)."""
-    if not _SAMPLE:
-        from .opening import sample_path
-
-        _SAMPLE.append(_open_trace(sample_path(), threads=1))
-    t = _SAMPLE[0]
-    base = (t.events if name == "events" else t.table(name)).schema.empty_table()
+    """An empty ``name`` table with the key columns in front (see :func:`table_schema`)."""
+    base = table_schema(name).empty_table()
     return keyed_table(base, name, 0, None, None, 0, rank_type, step_type)
 
 
