@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pytest
 import tracecore
 from make_run_dir import ALLREDUCE, COLLECTIVE0_US, COLLECTIVE1_US, make_run_dir
-from tracecore.dataset import collective_kind
+from tracecore.collectives import collective_kind
 
 RANKS, STEPS, DELAYED = 8, 8, 5
 DELAYS_US = {2: 3_000, 6: 1_250}
@@ -240,7 +240,7 @@ def test_collective_detection_rules():
     assert collective_kind("CollectiveBcastRecvV2") == "broadcast"
     assert collective_kind("HorovodBroadcast") == "broadcast"
     assert collective_kind("MatMul") == "other"
-    from tracecore.dataset import _NAME_RX, _OP_RX
+    from tracecore.collectives import _NAME_RX, _OP_RX
 
     assert _OP_RX.fullmatch("HorovodAllreduce") and not _OP_RX.fullmatch("Identity")
     assert _NAME_RX.fullmatch("HorovodBroadcast_Variable_0")
@@ -347,7 +347,7 @@ def test_partitioned_parquet_queried_by_duckdb(ts, run, tmp_path):
 
 def test_empty_tables_take_their_schema_from_the_core(monkeypatch):
     from tracecore import _core
-    from tracecore.dataset import empty_table, keyed_table
+    from tracecore.keying import empty_table, keyed_table
 
     t = tracecore.open(tracecore.sample_path())
 

@@ -20,19 +20,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from .dataset import (
-    DEFAULT_RANK,
-    DEFAULT_STEP,
-    _check_align,
-    _error_message,
-    _key_extractor,
-    _normalise_keys,
+from .keying import (
     alignment_offset,
+    check_align,
     empty_table,
+    error_message,
+    file_keys,
     keyed_table,
     resolve_paths,
 )
 from .opening import open as _open_trace
+from .opening import sample_path
 
 #: ``table="traces"`` gives one row per file with these columns (status and error per file).
 TRACES_SCHEMA = pa.schema(
@@ -149,7 +147,7 @@ class _Partition:
             "n_events": None if trace is None else len(trace),
             "offset_ns": offset,
             "status": "ok" if trace is not None else "error",
-            "error": None if error is None else _error_message(error),
+            "error": None if error is None else error_message(error),
         }
         table = pa.Table.from_pylist([row], schema=TRACES_SCHEMA)
         return keyed_table(
@@ -193,14 +191,9 @@ def read_traces(
     """
     import dask.dataframe as dd
 
-    align = _check_align(align)
+    align = check_align(align)
     files = resolve_paths(paths)
-    ranks, rank_type = _normalise_keys(
-        [_key_extractor(rank, DEFAULT_RANK, "rank")(f) for f in files], "rank"
-    )
-    steps, step_type = _normalise_keys(
-        [_key_extractor(step, DEFAULT_STEP, "step")(f) for f in files], "step"
-    )
+    ranks, rank_type, steps, step_type = file_keys(files, rank, step)
 
     if table == "traces":
         meta_table = keyed_table(
@@ -214,8 +207,7 @@ def read_traces(
             step_type,
         )
     elif callable(table):
-        from .opening import sample_path
-
+        # The schema of what the callable returns is known only by running it.
         sample = keyed_table(
             table(_open_trace(sample_path(), threads=1)), "", 0, None, None, 0, rank_type, step_type
         )
