@@ -63,6 +63,16 @@ def _rows(table, **eq):
 
 
 # -- open_many -------------------------------------------------------------------------------------
+def test_every_table_the_core_lists_is_an_attribute(ts):
+    from tracecore import _core
+
+    for name in _core.TABLE_NAMES:
+        assert getattr(ts, name) is ts.table(name)
+        assert name in dir(ts)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ts.nope  # noqa: B018
+
+
 def test_listing_keys_and_tables(ts, run):
     traces = ts.traces
     assert traces.num_rows == RANKS * STEPS

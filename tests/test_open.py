@@ -366,6 +366,28 @@ def test_tables_are_stable_across_accesses():
     assert t.devices.equals(t.table("devices"))
 
 
+def test_every_table_the_core_lists_is_an_attribute(monkeypatch):
+    """New importers add tables (event_stats, counters, ...): each is t.table(name) and
+    t.<name> with no edit of the Trace class."""
+    from tracecore import _core
+    from tracecore.trace import Trace, TraceInfo
+
+    t = tracecore.open(SEED001)
+    for name in _core.TABLE_NAMES:
+        assert name in dir(t)
+        if name != "events":  # the events property adds the name columns
+            assert getattr(t, name) is t.table(name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        t.nope  # noqa: B018
+    assert not hasattr(t, "_private_nope")
+
+    monkeypatch.setattr(_core, "TABLE_NAMES", [*_core.TABLE_NAMES, "links"])
+    links = pa.table({"src": [1], "dst": [2]})
+    stored = Trace(TraceInfo("StepStats", "text", 0, {}), tables={"links": links})
+    assert stored.links is links and stored.table("links") is links
+    assert "links" in stored.table_names and "links" in dir(stored)
+
+
 # --------------------------------------------------------------------------------------------
 # repr, stats
 # --------------------------------------------------------------------------------------------

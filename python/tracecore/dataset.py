@@ -41,7 +41,7 @@ from .keying import (
     trace_table,
 )
 from .opening import open as _open_trace
-from .trace import Trace
+from .trace import TableAttributes, Trace
 
 
 # -- open_many ------------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def open_many(
 
 
 # -- the set --------------------------------------------------------------------------------------
-class TraceSet:
+class TraceSet(TableAttributes):
     """Traces of many workers and steps, queried as one. Made by :func:`tracecore.open_many`.
 
     Every table of a :class:`~tracecore.Trace` (``events``, ``devices``, ``tensors``, ...) is

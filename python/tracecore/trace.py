@@ -45,10 +45,30 @@ class TraceInfo:
     source_file: SourceFile | None = None
 
 
-class Trace:
+class TableAttributes:
+    """``x.<name>`` is ``x.table(name)`` for every table the native core lists, so that a table
+    an importer adds needs no property of its own (the classes keep typed properties for the
+    tables they document)."""
+
+    def table(self, name: str) -> pa.Table:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> pa.Table:
+        # Reached only when ordinary lookup fails: the tables without a property of their own.
+        if name in _core.TABLE_NAMES:
+            return self.table(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(_core.TABLE_NAMES))
+
+
+class Trace(TableAttributes):
     """A parsed trace. Every table is a :class:`pyarrow.Table` whose buffers are owned by the
     native core and stay valid for as long as any table (or slice of one) is alive, even after
-    the Trace itself is gone."""
+    the Trace itself is gone.
+
+    Every table the core lists (:attr:`table_names`) is ``t.table(name)`` and ``t.<name>``."""
 
     def __init__(
         self,
