@@ -370,7 +370,8 @@ def test_every_table_the_core_lists_is_an_attribute(monkeypatch):
     """New importers add tables (event_stats, counters, ...): each is t.table(name) and
     t.<name> with no edit of the Trace class."""
     from tracecore import _core
-    from tracecore.trace import Trace, TraceInfo
+    from tracecore.trace import Trace
+    from tracecore.traceinfo import TraceInfo
 
     t = tracecore.open(SEED001)
     for name in _core.TABLE_NAMES:

@@ -35,8 +35,8 @@ from typing import Any
 import pyarrow as pa
 
 from . import _core, _version
-from .parsing import parse_file
-from .stored import compact_dictionaries, stored_trace, trace_meta
+from .parsing import parse_core
+from .stored import compact_dictionaries, trace_meta
 from .trace import Trace
 
 MANIFEST = "manifest.json"
@@ -111,7 +111,7 @@ def open_cached(
         if loaded is not None:
             tables, meta = loaded
             # The source as given, like a parsed trace's source.
-            return stored_trace(
+            return Trace.from_stored(
                 tables,
                 meta,
                 source=path,
@@ -119,10 +119,10 @@ def open_cached(
                 load_seconds=time.perf_counter() - start,
             )
 
-    trace = parse_file(path, format=format, threads=threads, progress=progress)
+    core, parsed = parse_core(path, format=format, threads=threads, progress=progress)
+    trace = Trace.from_core(core, path, parsed)
     # Cache only what was parsed from the file as stat'ed above (it may change meanwhile).
-    parsed = trace.source_file
-    if parsed is not None and (parsed.size, parsed.mtime_ns) == (st.st_size, st.st_mtime_ns):
+    if (parsed.size, parsed.mtime_ns) == (st.st_size, st.st_mtime_ns):
         try:
             _store(trace, root, entry, key)
         except OSError:

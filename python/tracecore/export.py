@@ -1,7 +1,8 @@
 """The exports of a trace, gathered in one namespace (``tracecore.export``); each is written
 in its own module:
 
-* Parquet directories, :mod:`.parquet`: :func:`to_parquet`, :func:`open_parquet_dir`;
+* Parquet directories, :mod:`.parquet`: :func:`to_parquet`, :func:`read_parquet_dir`
+  (:func:`open_parquet_dir`, in :mod:`.opening`, makes the Trace);
 * Chrome trace-event JSON, :mod:`.chrome`: :func:`to_chrome_trace`, :func:`chrome_trace_events`;
 * SQL through DuckDB, :mod:`.sql`: :func:`sql`;
 * stored traces, :mod:`.stored`: :class:`SourceUnavailableError` (a query of a reopened
@@ -12,12 +13,13 @@ in its own module:
 from __future__ import annotations
 
 from .chrome import chrome_trace_events, to_chrome_trace
+from .opening import open_parquet_dir
 from .outputs import checked_output_file
 from .parquet import (
     META_FILE,
     PARQUET_CODECS,
     check_parquet_compression,
-    open_parquet_dir,
+    read_parquet_dir,
     to_parquet,
 )
 from .sql import sql
@@ -33,6 +35,7 @@ __all__ = [
     "chrome_trace_events",
     "compact_dictionaries",
     "open_parquet_dir",
+    "read_parquet_dir",
     "sql",
     "to_chrome_trace",
     "to_parquet",

@@ -5,11 +5,12 @@ from its cache entry (:mod:`.cache`); a directory written by ``Trace.to_parquet`
 from __future__ import annotations
 
 import os
+import time
 from importlib import resources
 from pathlib import Path
 
 from .checks import check_flag, check_threads
-from .parsing import FORMATS, parse_file
+from .parsing import FORMATS, parse_core
 from .trace import Trace
 
 
@@ -58,11 +59,25 @@ def open(
     progress = check_flag(progress, "progress")
     path_str = os.fspath(path)
     if os.path.isdir(path_str):
-        from .parquet import open_parquet_dir
-
         return open_parquet_dir(path_str)
     if cache:
         from .cache import open_cached
 
         return open_cached(path_str, format=format, threads=threads, progress=progress)
-    return parse_file(path_str, format=format, threads=threads, progress=progress)
+    core, source_file = parse_core(path_str, format=format, threads=threads, progress=progress)
+    return Trace.from_core(core, path_str, source_file)
+
+
+def open_parquet_dir(directory: str | os.PathLike[str]) -> Trace:
+    """Reopens a directory written by ``Trace.to_parquet`` (see :mod:`.parquet`)."""
+    from .parquet import read_parquet_dir
+
+    start = time.perf_counter()
+    tables, meta = read_parquet_dir(directory)
+    return Trace.from_stored(
+        tables,
+        meta,
+        source=meta.get("source"),
+        loaded_from="parquet",
+        load_seconds=time.perf_counter() - start,
+    )

@@ -10,25 +10,26 @@ The raw tables are written (``Trace.table(name)``, not the ``events`` property: 
 columns are derived again when the directory is reopened). Dictionary-encoded strings stay
 dictionary-encoded, with their dictionaries reduced to the values the column uses.
 
-A reopened directory is a stored trace (:mod:`.stored`): its tables come from the files, and
-its queries re-parse the source file while it is unchanged.
+``tracecore.open(dir)`` reads the directory back as a stored trace (:mod:`.stored`): its tables
+come from the files, and its queries re-parse the source file while it is unchanged.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from . import _core
 from ._core import TraceFormatError
 from .outputs import naming
-from .stored import LAYOUT_VERSION, compact_dictionaries, stored_trace, trace_meta
-from .trace import Trace
+from .stored import LAYOUT_VERSION, compact_dictionaries, trace_meta
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 META_FILE = "tracecore.json"
 
@@ -74,11 +75,18 @@ def to_parquet(
     return out
 
 
-def open_parquet_dir(directory: str | os.PathLike[str]) -> Trace:
-    """Reopens a directory written by :func:`to_parquet`."""
+def read_parquet_dir(
+    directory: str | os.PathLike[str],
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """The tables and the metadata (``tracecore.json``) of a directory written by
+    :func:`to_parquet`, checked (``tracecore.open(directory)`` makes the Trace).
+
+    Raises:
+        TraceFormatError: not such a directory, or a file is missing, unreadable or has other
+            row counts than the metadata says.
+    """
     import pyarrow.parquet as pq
 
-    start = time.perf_counter()
     path = Path(directory)
     meta_path = path / META_FILE
     try:
@@ -110,13 +118,7 @@ def open_parquet_dir(directory: str | os.PathLike[str]) -> Trace:
                 f"{file_path}: {table.num_rows} rows where {META_FILE} says {counts[name]}"
             )
         tables[name] = table
-    return stored_trace(
-        tables,
-        meta,
-        source=meta.get("source"),
-        loaded_from="parquet",
-        load_seconds=time.perf_counter() - start,
-    )
+    return tables, meta
 
 
 def _write_json_atomically(path: Path, obj: Any) -> None:

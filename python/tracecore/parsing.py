@@ -11,7 +11,7 @@ import zlib
 from . import _core
 from ._core import TraceFormatError
 from .progress import Progress
-from .trace import SourceFile, Trace
+from .traceinfo import SourceFile
 
 FORMATS = ("auto", "text", "binary")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -117,11 +117,3 @@ def parse_core(
     except TraceFormatError as e:
         raise _reraise_with_path(_explained(e, head, format), path) from None
     return core, SourceFile(os.path.abspath(path), st.st_size, st.st_mtime_ns)
-
-
-def parse_file(path: str, *, format: str, threads: int, progress: bool = False) -> Trace:
-    """Parses ``path`` into a :class:`Trace` (see :func:`parse_core`). The trace records the
-    file's identity: its exports let a reopened copy re-parse the source for queries only if it
-    is still the same file."""
-    core, source_file = parse_core(path, format=format, threads=threads, progress=progress)
-    return Trace.from_core(core, path, source_file)

@@ -1,5 +1,6 @@
-"""Stored traces: what a stored copy of a trace's tables records, and how a Trace is made again
-from such tables (a cache entry, :mod:`.cache`, or a Parquet directory, :mod:`.parquet`).
+"""Stored traces: what a stored copy of a trace's tables records, and what a Trace made again
+from such tables (a cache entry, :mod:`.cache`, or a Parquet directory, :mod:`.parquet`) is and
+does (``Trace.from_stored`` puts the two together).
 
 A stored trace has the tables and figures of the original parse. The queries (``overlaps``,
 ``window``, ``occupancy``, ``replay``, ``op_stats``) need the native core, which is rebuilt on
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from . import _core, _version
 from .parsing import parse_core
-from .trace import SourceFile, Trace, TraceInfo
+from .traceinfo import SourceFile, TraceInfo
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 #: Version of the metadata layout (``tracecore.json`` of a Parquet directory).
 LAYOUT_VERSION = 1
@@ -56,16 +60,12 @@ def trace_meta(trace: Trace) -> dict[str, Any]:
     }
 
 
-def stored_trace(
-    tables: Mapping[str, pa.Table],
-    meta: Mapping[str, Any],
-    *,
-    source: str | None,
-    loaded_from: str,
-    load_seconds: float,
-) -> Trace:
-    """A Trace over ``tables`` read back from a store, described by ``meta`` (as
-    :func:`trace_meta` wrote it). ``source``: the path it reports as :attr:`Trace.source`."""
+def stored_info(
+    meta: Mapping[str, Any], *, source: str | None, loaded_from: str, load_seconds: float
+) -> TraceInfo:
+    """What a trace read back from a store is, from ``meta`` (as :func:`trace_meta` wrote it):
+    the figures of the original parse plus ``loaded_from`` and ``load_seconds``. ``source``:
+    the path it reports as :attr:`Trace.source`."""
     stats = dict(meta.get("stats", {}))
     stats["loaded_from"] = loaded_from
     stats["load_seconds"] = load_seconds
@@ -73,7 +73,7 @@ def stored_trace(
     source_file = None
     if isinstance(path, str) and isinstance(size, int) and isinstance(mtime_ns, int):
         source_file = SourceFile(path, size, mtime_ns)
-    info = TraceInfo(
+    return TraceInfo(
         kind=meta["kind"],
         format=meta["format"],
         num_events=int(meta["counts"]["events"]),
@@ -81,8 +81,6 @@ def stored_trace(
         source=source,
         source_file=source_file,
     )
-    recorded = dict(meta)
-    return Trace(info, tables=tables, rebuild_core=lambda: reparse(recorded, source))
 
 
 def reparse(meta: Mapping[str, Any], source: str | None = None) -> _core.Trace:

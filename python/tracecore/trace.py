@@ -4,13 +4,16 @@ A Trace is the same class whether its tables were just parsed (the native core e
 without copying) or read back from a cache or a Parquet directory (see :mod:`.stored`). The
 queries run on the native core; a stored trace is given a way to rebuild it (re-parsing its
 unchanged source) and does so on its first query.
+
+The modules that implement the methods (exports, names) take a Trace but import this module for
+annotations only, and only the layers above (opening, cache, dataset) make Traces: no import
+circle runs through here.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +24,7 @@ from . import _core
 from ._arrow import array, table_from_capsules
 from .checks import check_flag, check_ns
 from .replay import MemoryReplay, replay
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """The file a trace was parsed from, as it was just before parsing: a stored copy of the
-    tables re-parses it for queries only while it still has this size and mtime."""
-
-    path: str  # absolute
-    size: int
-    mtime_ns: int
-
-
-@dataclass(frozen=True)
-class TraceInfo:
-    """What is known about a trace besides its tables."""
-
-    kind: str  # "StepStats" or "RunMetadata"
-    format: str  # "text" or "binary"
-    num_events: int
-    stats: Mapping[str, Any]  # what Trace.stats returns
-    source: str | None = None  # the path as given to open()
-    source_file: SourceFile | None = None
+from .traceinfo import SourceFile, TraceInfo
 
 
 class TableAttributes:
@@ -95,6 +77,27 @@ class Trace(TableAttributes):
         stats = dict(core.stats())
         info = TraceInfo(core.kind, core.format, int(core.num_events), stats, source, source_file)
         return cls(info, core=core)
+
+    @classmethod
+    def from_stored(
+        cls,
+        tables: Mapping[str, pa.Table],
+        meta: Mapping[str, Any],
+        *,
+        source: str | None,
+        loaded_from: str,
+        load_seconds: float,
+    ) -> Trace:
+        """A Trace over tables read back from a store (a cache entry, a Parquet directory),
+        described by ``meta`` as :func:`tracecore.stored.trace_meta` wrote it; its queries
+        re-parse the unchanged source (see :mod:`.stored`)."""
+        from . import stored
+
+        info = stored.stored_info(
+            meta, source=source, loaded_from=loaded_from, load_seconds=load_seconds
+        )
+        recorded = dict(meta)
+        return cls(info, tables=tables, rebuild_core=lambda: stored.reparse(recorded, source))
 
     # -- tables ----------------------------------------------------------------------------
     def table(self, name: str) -> pa.Table:
