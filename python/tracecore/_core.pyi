@@ -38,3 +38,10 @@ def replay(
     trace: Trace, source: str, allocator: str | None, snapshot_baseline: bool, with_live: bool = True
 ) -> tuple[tuple[object, object], tuple[object, object], tuple[object, object]]: ...
 def op_stats(trace: Trace, by: str) -> tuple[object, object]: ...
+def group_stats(
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    group: npt.NDArray[np.int64],
+    n_groups: int,
+    weight: npt.NDArray[np.int64] | None = None,
+) -> dict[str, npt.NDArray[np.int64]]: ...
