@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .intervals import union_length
+
 
 def table_from_capsules(capsules: tuple[object, object]) -> pa.Table:
     """A pyarrow Table over a (arrow_schema, arrow_array) capsule pair of a struct array.
@@ -31,20 +33,19 @@ def buffer_bytes(tables: Iterable[pa.Table]) -> int:
     of every chunk, children and dictionaries (at any depth) included, so memory that several
     columns, tables or slices share counts once. What the tables hold, unlike
     ``Table.nbytes``, which counts a dictionary shared by several columns once per column."""
-    ranges: list[tuple[int, int]] = []
+    starts: list[int] = []
+    ends: list[int] = []
     stack: list[pa.Array] = [chunk for table in tables for column in table.columns for chunk in column.chunks]
     while stack:
         array = stack.pop()
         # buffers() lists the children's buffers too, but not the dictionaries under them
-        ranges.extend((b.address, b.address + b.size) for b in array.buffers() if b is not None and b.size)
+        for b in array.buffers():
+            if b is not None and b.size:
+                starts.append(b.address)
+                ends.append(b.address + b.size)
         stack.extend(_dictionaries(array))
-    total = 0
-    end = 0
-    for lo, hi in sorted(ranges):
-        if hi > end:
-            total += hi - max(lo, end)
-            end = hi
-    return total
+    # Address ranges are intervals like any other (user-space addresses fit int64).
+    return union_length(starts, ends)
 
 
 def _dictionaries(array: pa.Array) -> list[pa.Array]:

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from ._arrow import buffer_bytes, to_numpy
 from ._core import TraceFormatError
 from ._version import __version__
+from .intervals import group_stats
 from .opening import open, sample_path
 from .parquet import PARQUET_CODECS
 from .trace import Trace
@@ -132,39 +133,21 @@ def device_summary(trace: Trace) -> list[dict[str, Any]]:
         row["events"] += r["n_events"]
         row["busy_ns"] += r["busy_ns"]
         row["max_concurrency"] = max(row["max_concurrency"], r["max_concurrency"])
-    if events.num_rows:
-        # First start and last end per device block, in numpy (a group_by would import
-        # pandas through pyarrow.dataset: 0.2 s, more than the rest of `info --sample`).
-        block = to_numpy(events.column("device_index"), -1).astype(np.int64)
-        n_blocks = int(block.max()) + 1
-
-        def per_block(name: str, reduce: np.ufunc) -> tuple[np.ndarray, np.ndarray]:
-            """reduce of the non-null values per block, and which blocks have any."""
-            column = events.column(name)
-            rows = (block >= 0) & to_numpy(pc.is_valid(column), False)
-            keys, values = block[rows], to_numpy(column, 0)[rows]
-            present, first_at = np.unique(keys, return_index=True)
-            out = np.zeros(n_blocks, dtype=np.int64)
-            out[present] = values[first_at]  # seeded with a real value: no sentinel
-            reduce.at(out, keys, values)
-            seen = np.zeros(n_blocks, dtype=bool)
-            seen[present] = True
-            return out, seen
-
-        lo, has_lo = per_block("start_ns", np.minimum)
-        hi, has_hi = per_block("end_ns", np.maximum)
-        index_to_device = dict(
-            zip(occupancy["device_index"].to_pylist(), occupancy["device"].to_pylist())
-        )
-        first: dict[str, int] = {}
-        last: dict[str, int] = {}
-        for index in np.flatnonzero(has_lo & has_hi).tolist():
-            start, end = int(lo[index]), int(hi[index])
-            device = index_to_device[index]
-            first[device] = min(first.get(device, start), start)
-            last[device] = max(last.get(device, end), max(end, start))
-    for device, row in rows.items():
-        span = (last[device] - first[device]) if events.num_rows and device in first else 0
+    # First start and last end per device (its blocks merged), by the group_stats engine.
+    # Occupancy has one row per device block, in device_index order.
+    position = {device: g for g, device in enumerate(rows)}
+    device_of_block = np.array(
+        [position[device] for device in occupancy["device"].to_pylist()], dtype=np.int64
+    )
+    stats = group_stats(
+        to_numpy(events.column("start_ns")),
+        to_numpy(events.column("end_ns")),
+        device_of_block[to_numpy(events.column("device_index"))],
+        len(rows),
+    )
+    for g, row in enumerate(rows.values()):
+        has_events = int(stats.n_events[g]) > 0
+        span = int(stats.last_end_ns[g]) - int(stats.first_start_ns[g]) if has_events else 0
         row["span_ns"] = span
         row["utilization"] = row["busy_ns"] / span if span > 0 else 0.0
     return list(rows.values())

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import to_numpy
+from .intervals import group_stats
 from .keying import Member, event_bounds, key_order
 from .trace import Trace
 
@@ -115,8 +116,7 @@ def step_times(
     groups: dict[tuple, dict[str, Any]] = {}
     for i, t, r, s, off in members:
         g = groups.setdefault(
-            (r, s),
-            {"n_traces": 0, "n_events": 0, "start": None, "end": None, "coll": [], "wait": []},
+            (r, s), {"n_traces": 0, "n_events": 0, "start": None, "end": None, "coll": []}
         )
         g["n_traces"] += 1
         g["n_events"] += len(t)
@@ -125,13 +125,17 @@ def step_times(
             start, end = bounds[0] - off, bounds[1] - off
             g["start"] = start if g["start"] is None else min(g["start"], start)
             g["end"] = end if g["end"] is None else max(g["end"], end)
-        for cs, ce, w in by_trace.get(i, ()):
-            g["coll"].append((cs, ce))
-            g["wait"].append((cs, cs + w))
+        g["coll"].extend(by_trace.get(i, ()))
     keys = sorted(groups, key=lambda k: (key_order(k[0]), key_order(k[1])))
     rows = [groups[k] for k in keys]
     duration = [None if g["start"] is None else g["end"] - g["start"] for g in rows]
-    wait = [_union_ns(g["wait"]) for g in rows]
+    # Per (rank, step): the union of its collective intervals and of its wait intervals.
+    member = [k for k, g in enumerate(rows) for _ in g["coll"]]
+    starts = [cs for g in rows for cs, _, _ in g["coll"]]
+    ends = [ce for g in rows for _, ce, _ in g["coll"]]
+    arrived = [cs + w for g in rows for cs, _, w in g["coll"]]
+    collective_ns = group_stats(starts, ends, member, len(rows)).busy_ns.tolist()
+    wait = group_stats(starts, arrived, member, len(rows)).busy_ns.tolist()
     return pa.table(
         {
             "rank": pa.array([k[0] for k in keys], rank_type),
@@ -141,13 +145,14 @@ def step_times(
             "start_ns": pa.array([g["start"] for g in rows], pa.int64()),
             "end_ns": pa.array([g["end"] for g in rows], pa.int64()),
             "duration_ns": pa.array(duration, pa.int64()),
-            "collective_ns": pa.array([_union_ns(g["coll"]) for g in rows], pa.int64()),
+            "collective_ns": pa.array(collective_ns, pa.int64()),
             "wait_ns": pa.array(wait, pa.int64()),
             "compute_ns": pa.array(
                 [None if d is None else d - w for d, w in zip(duration, wait)], pa.int64()
             ),
         }
     )
+
 
 def stragglers(
     step_times: pa.Table,
@@ -200,23 +205,6 @@ def stragglers(
             "wait_ns": pa.array([o["wait_ns"] for o in out], pa.int64()),
         }
     )
-
-
-def _union_ns(intervals: list[tuple[int, int]]) -> int:
-    """Length of the union of half-open intervals."""
-    total, cur_start, cur_end = 0, None, None
-    for s, e in sorted(intervals):
-        if e <= s:
-            continue
-        if cur_end is None or s > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = s, e
-        else:
-            cur_end = max(cur_end, e)
-    if cur_end is not None:
-        total += cur_end - cur_start
-    return total
 
 
 def collective_kind(op: str) -> str:

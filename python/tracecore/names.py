@@ -84,15 +84,19 @@ matching ``tower_<N>`` or ``replica_<N>`` (anywhere in the path, so
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import array, scalar, to_numpy
+from .intervals import group_stats, grouped_sum
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 PHASES = ("forward", "backward", "optimizer", "other")
 _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = range(4)
@@ -457,20 +461,13 @@ def names_table(names: Iterable[str] | pa.Array) -> pa.Table:
     return table.replace_schema_metadata({"tracecore.listing": "names"})
 
 
-# -- grouped aggregation -----------------------------------------------------------------------
-def _event_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    start = to_numpy(events.column("start_ns"), 0).astype(np.int64, copy=False)
-    end = to_numpy(events.column("end_ns"), 0).astype(np.int64, copy=False)
-    return start, np.maximum(end, start)
-
-
-def _event_bytes(trace, events: pa.Table) -> np.ndarray:
+# -- grouped aggregation (the native core's group_stats engine) ---------------------------------
+def _event_bytes(trace: Trace, events: pa.Table) -> np.ndarray:
     """Per events row, the sum of ``requested_bytes`` of the tensors with its event_id."""
     n = events.num_rows
-    out = np.zeros(n, dtype=np.int64)
     tensors = trace.tensors
     if tensors.num_rows == 0 or n == 0:
-        return out
+        return np.zeros(n, dtype=np.int64)
     ids = to_numpy(tensors.column("event_id"), -1).astype(np.int64, copy=False)
     b = to_numpy(tensors.column("requested_bytes"), 0).astype(np.int64, copy=False)
     eids = to_numpy(events.column("event_id"), -1).astype(np.int64, copy=False)
@@ -480,64 +477,32 @@ def _event_bytes(trace, events: pa.Table) -> np.ndarray:
         pos = np.minimum(pos, n - 1)
         hit = eids[order][pos] == ids
         ids = np.where(hit, order[pos], -1)
-    ok = (ids >= 0) & (ids < n)
-    np.add.at(out, ids[ok], b[ok])
-    return out
+    ids = np.where(ids < n, ids, -1)
+    return grouped_sum(b, ids, n)
 
 
-def _grouped_union(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group, the length of the union of the ``[start, end)`` intervals (end >= start)."""
-    busy = np.zeros(n_groups, dtype=np.int64)
-    if len(group) == 0:
-        return busy
-    t0 = int(start.min())
-    span = int(end.max()) - t0 + 1
-    fits = (int(group.max()) + 1) * span < 2**62
-    if fits:  # one int64 key (group, start): a single argsort instead of a lexsort
-        order = np.argsort(group.astype(np.int64) * span + (start - t0))
-    else:  # pragma: no cover - enormous spans
-        order = np.lexsort((start, group))
-    g, s, e = group[order], start[order], end[order]
-    s0, e0 = s - t0, e - t0
-    firsts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    if fits:
-        offset = g.astype(np.int64) * span
-        run = np.maximum.accumulate(e0 + offset) - offset
-    else:  # pragma: no cover - enormous spans: one group at a time
-        run = np.empty_like(e0)
-        bounds = np.r_[firsts, len(g)]
-        for a, b in itertools.pairwise(bounds):
-            run[a:b] = np.maximum.accumulate(e0[a:b])
-    prev = np.empty_like(run)
-    prev[1:] = run[:-1]
-    prev[firsts] = -1
-    contrib = np.maximum(e0 - np.maximum(s0, prev), 0)
-    busy[g[firsts]] = np.add.reduceat(contrib, firsts)
-    return busy
-
-
-def _group_table(key_name: str, keys: pa.Array, group: np.ndarray, keep: np.ndarray, trace,
+def _group_table(key_name: str, keys: pa.Array, group: np.ndarray, trace: Trace,
                  events: pa.Table, with_total: bool) -> pa.Table:
-    n_groups = len(keys)
-    start, end = _event_times(events)
-    nbytes = _event_bytes(trace, events)
-    g, s, e, b = group[keep], start[keep], end[keep], nbytes[keep]
-    n_events = np.bincount(g, minlength=n_groups).astype(np.int64)
-    total = np.zeros(n_groups, dtype=np.int64)
-    np.add.at(total, g, e - s)
-    by_bytes = np.zeros(n_groups, dtype=np.int64)
-    np.add.at(by_bytes, g, b)
-    busy = _grouped_union(g, s, e, n_groups)
-    columns = {key_name: keys.cast(pa.string()), "n_events": array(n_events)}
+    """One row per key with events: ``n_events``, ``total_ns`` (``with_total``), ``busy_ns``,
+    ``bytes``; ``group``: each event's key index, -1 for none."""
+    stats = group_stats(
+        to_numpy(events.column("start_ns"), 0),
+        to_numpy(events.column("end_ns"), 0),
+        group,
+        len(keys),
+        weight=_event_bytes(trace, events),
+    )
+    assert stats.weight is not None
+    columns = {key_name: keys.cast(pa.string()), "n_events": array(stats.n_events)}
     if with_total:
-        columns["total_ns"] = array(total)
-    columns["busy_ns"] = array(busy)
-    columns["bytes"] = array(by_bytes)
-    present = n_events > 0
+        columns["total_ns"] = array(stats.total_ns)
+    columns["busy_ns"] = array(stats.busy_ns)
+    columns["bytes"] = array(stats.weight)
+    present = stats.n_events > 0
     return pa.table(columns).filter(array(present))
 
 
-def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
+def scopes(trace: Trace, depth: int = 1, *, by: str = "events") -> pa.Table:
     """Events grouped by the first ``depth`` components of their (normalised) node name.
 
     ``by="events"`` keys each event by its normalised node name; ``by="forward_scope"`` keys a
@@ -574,8 +539,7 @@ def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
     enc = pc.dictionary_encode(keys)
     remap = to_numpy(enc.indices).astype(np.int64)
     group = remap[group]
-    keep = np.ones(len(group), dtype=bool)
-    table = _group_table("scope", enc.dictionary, group, keep, trace, events, with_total=True)
+    table = _group_table("scope", enc.dictionary, group, trace, events, with_total=True)
     return table.sort_by([("total_ns", "descending"), ("scope", "ascending")])
 
 
@@ -585,7 +549,7 @@ def _empty_scopes() -> pa.Table:
                      "bytes": array([], pa.int64())})
 
 
-def towers(trace) -> pa.Table:
+def towers(trace: Trace) -> pa.Table:
     """One row per ``tower_<N>`` / ``replica_<N>`` component: ``tower, n_events, busy_ns, bytes``.
 
     An event's tower is the first component of its normalised name that matches; events without
@@ -615,11 +579,10 @@ def towers(trace) -> pa.Table:
         return empty
     keys = pa.concat_arrays(key_chunks)
     group = np.concatenate(groups)
-    keep = group >= 0
     enc = pc.dictionary_encode(keys)
     remap = to_numpy(enc.indices).astype(np.int64)
-    group = np.where(keep, remap[np.maximum(group, 0)], 0)
-    table = _group_table("tower", enc.dictionary, group, keep, trace, events, with_total=False)
+    group = np.where(group >= 0, remap[np.maximum(group, 0)], -1)
+    table = _group_table("tower", enc.dictionary, group, trace, events, with_total=False)
     names = table.column("tower").to_pylist()
     order = sorted(range(len(names)), key=lambda i: (names[i].rsplit("_", 1)[0],
                                                      int(names[i].rsplit("_", 1)[1])))
