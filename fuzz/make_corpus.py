@@ -14,8 +14,8 @@ Writes OUTDIR/text/ and OUTDIR/binary/ (each file < 64 KB):
   fields, thread_names with duplicate keys;
 - the fixtures of tests/data/regressions (small files only).
 
-The schema follows /work/shared/reference/tf-trace-format.md (field numbers of step_stats.proto,
-cost_graph.proto, config.proto). It is also used by tests/test_robustness.py (import
+The schema follows TensorFlow's published .proto definitions (field numbers of step_stats.proto,
+cost_graph.proto, config.proto; the same as tests/tfproto.py). It is also used by tests/test_robustness.py (import
 ``fuzz.make_corpus``) to build binary dumps.
 """
 
