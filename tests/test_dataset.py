@@ -45,9 +45,11 @@ def ts(glob_pattern):
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
+    # dashboard_address=None still binds 8787 and warns (an error here) when that port is taken,
+    # e.g. by another test run on the machine: ":0" takes any free port.
     with (
         distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
