@@ -59,7 +59,7 @@ def _child_tracecore(spec: dict) -> dict:
 
     # Warm-up on the bundled sample: pyarrow loads its compute kernels (about 50 MB resident)
     # the first time a table is built; that is the library's one-time cost, not the parse's.
-    tracecore.open(tracecore.sample_path()).events
+    _ = tracecore.open(tracecore.sample_path()).events
     base = _kib_status()
     t0 = time.perf_counter()
     trace = tracecore.open(spec["path"], threads=spec["threads"])

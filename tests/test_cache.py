@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
 import tracecore
 from tracecore import cache, export
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+
 import tracecore
 from make_run_dir import ALLREDUCE, COLLECTIVE0_US, COLLECTIVE1_US, make_run_dir
 from tracecore.collectives import collective_kind
@@ -83,7 +84,7 @@ def test_listing_keys_and_tables(ts, run):
     assert traces.schema.field("trace_id").type == pa.int32()
     assert traces.schema.field("rank").type == pa.int64()
     assert traces.schema.field("step").type == pa.int64()
-    assert sorted(zip(traces["rank"].to_pylist(), traces["step"].to_pylist())) == [
+    assert sorted(zip(traces["rank"].to_pylist(), traces["step"].to_pylist(), strict=True)) == [
         (r, s) for r in range(RANKS) for s in range(STEPS)
     ]
     assert traces["n_events"].to_pylist() == [run.events_per_trace] * (RANKS * STEPS)
@@ -123,6 +124,7 @@ def test_alignment_modes(glob_pattern, run, ts):
                 grouped["rank"].to_pylist(),
                 grouped["step"].to_pylist(),
                 grouped["start_ns_min"].to_pylist(),
+                strict=True,
             )
         }
 
@@ -334,7 +336,7 @@ def test_partitioned_parquet_queried_by_duckdb(ts, run, tmp_path):
     ).fetchall()
     expected = ts.events.group_by("rank").aggregate([("event_id", "count")]).sort_by("rank")
     assert [(r, n) for r, n, _ in per_rank] == list(
-        zip(expected["rank"].to_pylist(), expected["event_id_count"].to_pylist())
+        zip(expected["rank"].to_pylist(), expected["event_id_count"].to_pylist(), strict=True)
     )
     dur = pc.subtract(ts.events["end_ns"], ts.events["start_ns"])
     assert sum(b for _, _, b in per_rank) == pc.sum(dur).as_py()

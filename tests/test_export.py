@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+
 import tracecore
 from tracecore import chrome, export
 
@@ -570,7 +571,9 @@ def test_chrome_trace_seed_one_x_per_record_and_a_counter_series_per_allocator(
     assert sorted(series) == ["GPU_0_bfc", "cpu", "cpu_pool", "cuda_host_bfc"]
     for allocator, points in series.items():
         rows = timeline.filter(pc.equal(timeline["allocator"].cast(pa.string()), allocator))
-        assert points == list(zip(rows["time_ns"].to_pylist(), rows["bytes_in_use"].to_pylist()))
+        assert points == list(
+            zip(rows["time_ns"].to_pylist(), rows["bytes_in_use"].to_pylist(), strict=True)
+        )
     assert max(v for _, v in series["GPU_0_bfc"]) == 66359808
 
 

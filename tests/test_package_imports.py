@@ -109,7 +109,9 @@ def import_graph(directory: Path, package: str = PACKAGE) -> Graph:
     names = {f: package if f.stem == "__init__" else f"{package}.{f.stem}" for f in files}
     # Extension modules (tracecore._core) are modules too.
     modules = set(names.values()) | {
-        f"{package}.{p.name.split('.')[0]}" for p in directory.iterdir() if p.suffix in (".so", ".pyi")
+        f"{package}.{p.name.split('.')[0]}"
+        for p in directory.iterdir()
+        if p.suffix in (".so", ".pyi")
     }
     graph = Graph()
     for path, module in names.items():

@@ -35,7 +35,9 @@ def buffer_bytes(tables: Iterable[pa.Table]) -> int:
     ``Table.nbytes``, which counts a dictionary shared by several columns once per column."""
     starts: list[int] = []
     ends: list[int] = []
-    stack: list[pa.Array] = [chunk for table in tables for column in table.columns for chunk in column.chunks]
+    stack: list[pa.Array] = [
+        chunk for table in tables for column in table.columns for chunk in column.chunks
+    ]
     while stack:
         array = stack.pop()
         # buffers() lists the children's buffers too, but not the dictionaries under them
@@ -83,7 +85,9 @@ def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None 
     if isinstance(values, (list, tuple)):
         if not values:
             plain = type is not None and (_numeric(type) or _text(type))
-            return pa.nulls(0, type) if plain and mask is None else pa.array(values, type, mask=mask)
+            return (
+                pa.nulls(0, type) if plain and mask is None else pa.array(values, type, mask=mask)
+            )
         if _text(type) and all(v is None or isinstance(v, str) for v in values):
             nones = np.array([v is None for v in values])
             if nones.all():
@@ -99,7 +103,9 @@ def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None 
             out = pa.Array.from_buffers(pa.string(), len(encoded),
                                         [None, pa.py_buffer(offsets.astype(np.int32)), data])
             return _finish(out, type, mask)
-        if not (_numeric(type) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)):
+        if not (
+            _numeric(type) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+        ):
             return pa.array(values, type, mask=mask)
         try:
             values = np.asarray(values, dtype=np.int64)
@@ -114,7 +120,9 @@ def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None 
             out = pa.Array.from_buffers(pa.bool_(), n, [None, data])
         else:
             values = np.ascontiguousarray(values)
-            out = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), n, [None, pa.py_buffer(values)])
+            out = pa.Array.from_buffers(
+                pa.from_numpy_dtype(values.dtype), n, [None, pa.py_buffer(values)]
+            )
         return _finish(out, type, mask)
     return pa.array(values, type, mask=mask)
 
@@ -152,7 +160,13 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray:
         return np.concatenate(parts) if parts else to_numpy(pa.nulls(0, arr.type), fill)
     t, n, offset = arr.type, len(arr), arr.offset
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
-    dtype = np.dtype(bool) if pa.types.is_boolean(t) else np.dtype(t.to_pandas_dtype()) if numeric else None
+    dtype = (
+        np.dtype(bool)
+        if pa.types.is_boolean(t)
+        else np.dtype(t.to_pandas_dtype())
+        if numeric
+        else None
+    )
     if dtype is None or (arr.null_count and not _fits(fill, dtype)):
         if fill is not None and arr.null_count:
             arr = pc.fill_null(arr, fill)

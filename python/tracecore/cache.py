@@ -23,6 +23,7 @@ still returned.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -123,10 +124,9 @@ def open_cached(
     trace = Trace.from_core(core, path, parsed)
     # Cache only what was parsed from the file as stat'ed above (it may change meanwhile).
     if (parsed.size, parsed.mtime_ns) == (st.st_size, st.st_mtime_ns):
-        try:
+        # Best effort: a read-only or full cache directory still gives a parsed trace.
+        with contextlib.suppress(OSError):
             _store(trace, root, entry, key)
-        except OSError:
-            pass  # best effort: a read-only or full cache directory still gives a parsed trace
     return trace
 
 

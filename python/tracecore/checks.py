@@ -53,7 +53,9 @@ def check_ns(value: object, what: str) -> int:
     be truncated)."""
     number = as_int(value)
     if number is None:
-        raise TypeError(f"{what} must be an int (nanoseconds), not {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{what} must be an int (nanoseconds), not {type(value).__name__} {value!r}"
+        )
     if not INT64_MIN <= number <= INT64_MAX:
         raise ValueError(f"{what} must fit in int64 (nanoseconds), not {number}")
     return number

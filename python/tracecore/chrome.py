@@ -88,6 +88,7 @@ def chrome_trace_events(
             cols["timeline_label"],
             cols["start_ns"],
             cols["end_ns"],
+            strict=True,
         ):
             end = max(end, start)  # corrupt clocks: zero length at the start, as the queries do
             device_lanes = lanes.get(device_index)
@@ -116,7 +117,7 @@ def chrome_trace_events(
         for batch in timeline.to_batches(max_chunksize=batch_rows):
             cols = batch.to_pydict()
             for allocator, time_ns, in_use in zip(
-                cols["allocator"], cols["time_ns"], cols["bytes_in_use"]
+                cols["allocator"], cols["time_ns"], cols["bytes_in_use"], strict=True
             ):
                 name = quoted(allocator)
                 yield (

@@ -91,11 +91,12 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left:
     cells = [[str(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
 
     def fmt(row: Sequence[str]) -> str:
         parts = [
-            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         return "  " + "  ".join(parts).rstrip()
 
@@ -292,7 +293,10 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     records, tensors, allocators = _peaks(t)
     known = sorted(set(records.allocators) | set(tensors.allocators))
     if args.allocator is not None and args.allocator not in known:
-        names = ", ".join(repr(a) if a else "'' (tensors without an allocator)" for a in known) or "none"
+        names = (
+            ", ".join(repr(a) if a else "'' (tensors without an allocator)" for a in known)
+            or "none"
+        )
         raise UsageError(f"no allocator {args.allocator!r}; allocators: {names}")
     if not allocators and args.allocator is None:
         print("no memory held (no allocation records and no output tensors with bytes)")
@@ -372,8 +376,8 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     t = _open(args)
     devices = device_summary(t)
     print(
-        f"busy time per device ({_count(t.devices.num_rows, 'block')}; busy summed over each device's "
-        f"blocks, utilization = busy / span)"
+        f"busy time per device ({_count(t.devices.num_rows, 'block')}; busy summed over each "
+        f"device's blocks, utilization = busy / span)"
     )
     _print_table(
         ["device", "kind", "blocks", "events", "busy ms", "span ms", "util %", "max conc"],
@@ -405,7 +409,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
             + f"; scale '{_RAMP}' = 0..100%)"
         )
         width = max((len(_short(n, 56)) for n in names), default=0)
-        for name, row in zip(names, grid):
+        for name, row in zip(names, grid, strict=True):
             print(f"  {_short(name, 56).ljust(width)}  |{_strip(row[:shown])}|")
     if args.plot:
         from .plots import plot_occupancy
@@ -672,7 +676,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _clipped(message: str, limit: int = 300) -> str:
     """``message`` cut to ``limit`` characters: an error may quote its (large) arguments."""
-    return message if len(message) <= limit else message[:limit] + f"... ({len(message)} characters)"
+    return (
+        message if len(message) <= limit else message[:limit] + f"... ({len(message)} characters)"
+    )
 
 
 if __name__ == "__main__":

@@ -75,7 +75,10 @@ def collectives(
             key_order(m["rank"]),
         )
     )
-    col = lambda c: [m[c] for m in rows]
+
+    def col(name: str) -> list[Any]:
+        return [m[name] for m in rows]
+
     out = pa.table(
         {
             "trace_id": pa.array(col("trace_id"), pa.int32()),
@@ -111,6 +114,7 @@ def step_times(
         coll["start_ns"].to_pylist(),
         coll["end_ns"].to_pylist(),
         coll["wait_ns"].to_pylist(),
+        strict=True,
     ):
         by_trace.setdefault(tid, []).append((start, end, wait))
     groups: dict[tuple, dict[str, Any]] = {}
@@ -148,7 +152,8 @@ def step_times(
             "collective_ns": pa.array(collective_ns, pa.int64()),
             "wait_ns": pa.array(wait, pa.int64()),
             "compute_ns": pa.array(
-                [None if d is None else d - w for d, w in zip(duration, wait)], pa.int64()
+                [None if d is None else d - w for d, w in zip(duration, wait, strict=True)],
+                pa.int64(),
             ),
         }
     )
@@ -225,7 +230,7 @@ def _collective_events(trace: Trace, rx: re.Pattern | None) -> list[dict[str, An
     kinds_by_block = trace.devices["kind"].to_pylist()
     block = ev["device_index"].to_pylist()
     selected = []
-    for row, (op, name) in enumerate(zip(ops, names)):
+    for row, (op, name) in enumerate(zip(ops, names, strict=True)):
         if rx is not None:
             hit = bool(rx.search(op or "") or rx.search(name))
         elif op is not None:

@@ -53,7 +53,7 @@ def _to_pandas(table: pa.Table):
     import pandas as pd
 
     cols = []
-    for field, col in zip(table.schema, table.columns):
+    for field, col in zip(table.schema, table.columns, strict=True):
         if pa.types.is_dictionary(field.type):
             col = pc.cast(col, field.type.value_type)
         cols.append(col)
@@ -218,7 +218,7 @@ def read_traces(
         raise ValueError(
             f"table must be one of {list(_core.TABLE_NAMES)}, 'traces' or a callable, not {table!r}"
         )
-    items = [(i, f, r, s) for i, (f, r, s) in enumerate(zip(files, ranks, steps))]
+    items = [(i, f, r, s) for i, (f, r, s) in enumerate(zip(files, ranks, steps, strict=True))]
     load = _Partition(table, align, rank_type, step_type, strict, format, meta_table)
     label = table if isinstance(table, str) else getattr(table, "__name__", "query")
     return dd.from_map(

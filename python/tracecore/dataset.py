@@ -150,7 +150,7 @@ class TraceSet(TableAttributes):
         self._align = align
         self._offsets = [
             alignment_offset(t, align, r, s) if t is not None else 0
-            for t, r, s in zip(traces, ranks, steps)
+            for t, r, s in zip(traces, ranks, steps, strict=True)
         ]
         self._tables: dict[str, pa.Table] = {}
         self._collectives: pa.Table | None = None
@@ -179,7 +179,7 @@ class TraceSet(TableAttributes):
                     [len(t) if t is not None else None for t in self._traces], pa.int64()
                 ),
                 "offset_ns": pa.array(
-                    [o if k else None for o, k in zip(self._offsets, ok)], pa.int64()
+                    [o if k else None for o, k in zip(self._offsets, ok, strict=True)], pa.int64()
                 ),
                 "status": pa.array(["ok" if k else "error" for k in ok], pa.string()),
                 "error": pa.array(
@@ -203,7 +203,9 @@ class TraceSet(TableAttributes):
             raise TypeError(f"trace_id must be an int, not {type(trace_id).__name__}")
         n = len(self._traces)
         if not -n <= index < n:  # negative ids count from the end, as list indices do
-            raise IndexError(f"trace_id {index} out of range: this set has {n} files (0 to {n - 1})")
+            raise IndexError(
+                f"trace_id {index} out of range: this set has {n} files (0 to {n - 1})"
+            )
         trace_id = index % n
         t = self._traces[trace_id]
         if t is None:
@@ -440,7 +442,7 @@ class TraceSet(TableAttributes):
 
     def _spans(self, group: list[str]) -> dict[tuple, int]:
         spans: dict[tuple, int] = {}
-        for i, t, r, s, _ in self._loaded():
+        for _, t, r, s, _ in self._loaded():
             bounds = event_bounds(t.table("events"))
             key = tuple({"rank": r, "step": s}[c] for c in group)
             spans[key] = spans.get(key, 0) + (0 if bounds is None else bounds[1] - bounds[0])

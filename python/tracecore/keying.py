@@ -98,8 +98,8 @@ def key_extractor(spec: Any, default: str, what: str) -> Callable[[str], Any]:
     def extract(path: str) -> Any:
         # The last match wins, so a file name overrides a directory name.
         last = None
-        for last in pattern.finditer(path):
-            pass
+        for match in pattern.finditer(path):
+            last = match
         if last is None:
             return None
         if what in pattern.groupindex:
@@ -142,9 +142,10 @@ def check_align(align: Any) -> Any:
             )
         if "step" in cols:
             return {
-                (r, s): int(o) for r, s, o in zip(cols["rank"], cols["step"], cols["offset_ns"])
+                (r, s): int(o)
+                for r, s, o in zip(cols["rank"], cols["step"], cols["offset_ns"], strict=True)
             }
-        return {r: int(o) for r, o in zip(cols["rank"], cols["offset_ns"])}
+        return {r: int(o) for r, o in zip(cols["rank"], cols["offset_ns"], strict=True)}
     raise TypeError(f"align must be 'step_start', None, a dict or a table, not {type(align)!r}")
 
 
@@ -193,7 +194,7 @@ def keyed_table(
         pa.repeat(pa.scalar(rank, rank_type), n),
         pa.repeat(pa.scalar(step, step_type), n),
     ]
-    for pos, (col, arr) in enumerate(zip(KEY_COLUMNS, keys)):
+    for pos, (col, arr) in enumerate(zip(KEY_COLUMNS, keys, strict=True)):
         table = table.add_column(pos, col, arr)
     return table
 

@@ -237,15 +237,23 @@ def shape_listing(trace: Trace) -> str:
     """
     events = trace.events
     devices = trace.devices
-    kinds = dict(zip(devices.column("device_index").to_pylist(), devices.column("kind").to_pylist()))
+    kinds = dict(
+        zip(
+            devices.column("device_index").to_pylist(),
+            devices.column("kind").to_pylist(),
+            strict=True,
+        )
+    )
     ev = events.select(["event_id", "device_index", "device", "node_name", "op", "timeline_label",
                         "start_ns", "end_ns"]).to_pydict()
-    tensors = trace.tensors.select(["event_id", "slot", "dtype", "shape", "unknown_rank"]).to_pydict()
+    tensors = trace.tensors.select(
+        ["event_id", "slot", "dtype", "shape", "unknown_rank"]
+    ).to_pydict()
 
     outputs: dict[int, dict[int, str]] = {}
     for eid, slot, dtype, shape, unknown in zip(tensors["event_id"], tensors["slot"],
                                                 tensors["dtype"], tensors["shape"],
-                                                tensors["unknown_rank"]):
+                                                tensors["unknown_rank"], strict=True):
         outputs.setdefault(eid, {}).setdefault(slot, format_shape(dtype, shape, unknown))
 
     n = len(ev["event_id"])

@@ -12,8 +12,8 @@ The rules (also in ``docs/names.md``):
 **Normalisation.** Records of GPU streams and copies carry names that are not node names:
 ``name:Op`` (a kernel), ``name:Op:MEMCPYHtoD`` and ``edge_<N>_name:MEMCPYDtoH`` (a copy of
 ``name``'s output). The *normalised name* drops a leading ``edge_<digits>_`` and everything from
-the first ``:`` (node names never contain ``:``). Scopes, towers, ``forward_scope`` and ``phase`` all
-use the normalised name, so GPU time joins its executor node.
+the first ``:`` (node names never contain ``:``). Scopes, towers, ``forward_scope`` and ``phase``
+all use the normalised name, so GPU time joins its executor node.
 
 **Core name.** For ``forward_scope`` and ``phase`` the leading components added by Grappler and
 function inlining are also dropped: any run of ``ConstantFolding/``, ``ArithmeticOptimizer/``,
@@ -23,9 +23,10 @@ function inlining are also dropped: any run of ``ConstantFolding/``, ``Arithmeti
 **forward_scope** (null unless the node is a gradient node whose forward op can be named):
 
 * TF1 (``tf.gradients``): the name has a component ``gradients`` or ``gradients_<N>`` (the name
-  scope ``tf.gradients`` opens, anywhere: ``Train/Model/gradients/...``, ``tower_0/v/gradients/...``,
-  ``gradients/...``). The components after the *first* such component, up to the first
-  component ending in ``_grad``, with that ``_grad`` removed, are the forward op's full name:
+  scope ``tf.gradients`` opens, anywhere: ``Train/Model/gradients/...``,
+  ``tower_0/v/gradients/...``, ``gradients/...``). The components after the *first* such
+  component, up to the first component ending in ``_grad``, with that ``_grad`` removed, are the
+  forward op's full name:
   ``Train/Model/gradients/Train/Model/RNN/.../LSTMBlockCell_19_grad/LSTMBlockCellGrad`` ->
   ``Train/Model/RNN/.../LSTMBlockCell_19``; ``tower_0/v/gradients/Cast_grad/Cast`` -> ``Cast``.
   The *first* ``_grad`` component is the right one because gradient functions may create their own

@@ -42,7 +42,9 @@ def check_parquet_compression(compression: object) -> None:
     None, or (as pyarrow takes it) a dict of column name to name."""
     values = compression.values() if isinstance(compression, dict) else [compression]
     for value in values:
-        if value is not None and (not isinstance(value, str) or value.lower() not in PARQUET_CODECS):
+        if value is not None and (
+            not isinstance(value, str) or value.lower() not in PARQUET_CODECS
+        ):
             raise ValueError(
                 f"compression must be one of {', '.join(PARQUET_CODECS)} (or None, or a dict of "
                 f"column to one of them), not {value!r}"
@@ -59,7 +61,9 @@ def to_parquet(
     check_parquet_compression(compression)
     out = Path(directory)
     if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"{out}: exists and is not a directory (Parquet export writes a directory)")
+        raise NotADirectoryError(
+            f"{out}: exists and is not a directory (Parquet export writes a directory)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     meta = trace_meta(trace)
     meta["tables"] = {}

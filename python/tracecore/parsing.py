@@ -50,10 +50,16 @@ def _explained(error: TraceFormatError, head: bytes, format: str) -> TraceFormat
             explained = TraceFormatError(f"not a TensorFlow trace dump: the file is {what}")
             explained.offset = 0
             return explained
-    if getattr(error, "offset", None) is not None and head.strip(_TEXT_WHITESPACE) and _looks_like_text(head):
+    if (
+        getattr(error, "offset", None) is not None
+        and head.strip(_TEXT_WHITESPACE)
+        and _looks_like_text(head)
+    ):
         if format == "binary":
             return _with_message(
-                error, f"{error} (the file looks like text, not a binary dump: use format 'text' or 'auto')"
+                error,
+                f"{error} (the file looks like text, not a binary dump: use format 'text' or "
+                f"'auto')",
             )
         try:
             _core.open_bytes(head, "text", 1)

@@ -107,7 +107,7 @@ def plot_memory(
         (records, "-", "C0", "allocation-record replay"),
         (tensors, "--", "C1", "timeline.py tensor model"),
     )
-    for ax, name in zip(axes, allocators):
+    for ax, name in zip(axes, allocators, strict=True):
         for replay, style, color, label in series:
             if name not in replay.allocators:
                 continue

@@ -119,7 +119,9 @@ def replay(
     if baseline is not None and source != "records":
         raise ValueError("baseline='snapshot' applies to source='records' only")
     if allocator is not None and not isinstance(allocator, str):
-        raise TypeError(f"allocator must be a str or None, not {type(allocator).__name__} {allocator!r}")
+        raise TypeError(
+            f"allocator must be a str or None, not {type(allocator).__name__} {allocator!r}"
+        )
     snapshot = baseline == "snapshot"
     if allocator is not None:
         known = _allocators(trace, source)

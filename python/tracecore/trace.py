@@ -178,7 +178,8 @@ class Trace(TableAttributes):
 
     # -- exports, names (implemented in their own modules) ------------------------------------
     def to_parquet(self, directory: str | os.PathLike[str], compression: Any = "zstd") -> Path:
-        """Writes one Parquet file per table plus ``tracecore.json``; see :mod:`tracecore.parquet`."""
+        """Writes one Parquet file per table plus ``tracecore.json``; see
+        :mod:`tracecore.parquet`."""
         from .parquet import to_parquet
 
         return to_parquet(self, directory, compression=compression)
@@ -235,7 +236,9 @@ class Trace(TableAttributes):
         mask[ids] = 1
         return mask
 
-    def overlaps(self, left: Any = None, right: Any = None, *, same_device: bool = True) -> pa.Table:
+    def overlaps(
+        self, left: Any = None, right: Any = None, *, same_device: bool = True
+    ) -> pa.Table:
         """Pairs of events whose ``[start_ns, end_ns)`` intervals overlap.
 
         With no arguments: every unordered overlapping pair once (``left < right``). With
@@ -272,10 +275,12 @@ class Trace(TableAttributes):
 
     def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
         """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
-        ``utilization``, ``max_concurrency`` and ``idle_gaps``; with ``bin_ns``, the busy fraction of
-        every time bin (a utilization timeline)."""
+        ``utilization``, ``max_concurrency`` and ``idle_gaps``; with ``bin_ns``, the busy fraction
+        of every time bin (a utilization timeline)."""
         if by != "device":
-            raise ValueError(f"occupancy is computed per device block; by must be 'device', not {by!r}")
+            raise ValueError(
+                f"occupancy is computed per device block; by must be 'device', not {by!r}"
+            )
         if bin_ns is not None:
             bin_ns = check_ns(bin_ns, "bin_ns")
             if bin_ns <= 0:
