@@ -7,14 +7,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._core import TraceFormatError
 from ._version import __version__
 from .dataset import open_many
 from .opening import open, sample_path
 from .trace import Trace
 
+if TYPE_CHECKING:
+    import os
 
-def read_listing(path):
+    import pyarrow as pa
+
+
+def read_listing(path: str | os.PathLike[str]) -> pa.Table:
     """Reads a shape listing or a node-name listing into a pyarrow Table."""
     from .listing import read_listing as _read_listing
 
@@ -31,4 +38,4 @@ __all__ = [
     "__version__",
 ]
 
-del annotations  # from the __future__ import: not part of the package
+del annotations, TYPE_CHECKING  # imports for this module only: not part of the package

@@ -170,7 +170,8 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray:
     if dtype is None or (arr.null_count and not _fits(fill, dtype)):
         if fill is not None and arr.null_count:
             arr = pc.fill_null(arr, fill)
-        return arr.to_numpy(zero_copy_only=False)
+        converted: np.ndarray = arr.to_numpy(zero_copy_only=False)
+        return converted
     if n == 0:
         return np.zeros(0, dtype=dtype)
     if dtype.kind == "b":
@@ -190,7 +191,7 @@ def _fits(fill: Any, dtype: np.dtype) -> bool:
     if isinstance(fill, (int, np.integer)):
         if dtype.kind in "iu":
             info = np.iinfo(dtype)
-            return info.min <= fill <= info.max
+            return bool(info.min <= fill <= info.max)
         return dtype.kind == "f"
     return isinstance(fill, (float, np.floating)) and dtype.kind == "f"
 

@@ -66,7 +66,7 @@ def chrome_trace_events(
         yield from _process_metadata(row["device_index"], row["device"] or "")
 
     lanes: dict[int, _Lanes] = {}
-    names: dict[str, str] = {}
+    names: dict[str | None, str] = {}
 
     def quoted(s: str | None) -> str:
         q = names.get(s)
@@ -145,11 +145,9 @@ def to_chrome_trace(
         with naming(out):
             raw = tmp.open("wb")
         with raw:
-            stream: IO[bytes] = (
-                gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)
-                if out.name.endswith(".gz")
-                else raw
-            )
+            stream: IO[bytes] = raw
+            if out.name.endswith(".gz"):
+                stream = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)  # type: ignore[assignment]
             try:
                 _write_json_events(stream, chrome_trace_events(trace, show_memory=show_memory))
             finally:

@@ -55,7 +55,7 @@ def collectives(
             ev["start_ns"] -= off
             ev["end_ns"] -= off
             rows.append(ev)
-    instances: dict[tuple, list[dict[str, Any]]] = {}
+    instances: dict[tuple[Any, str, int], list[dict[str, Any]]] = {}
     for ev in rows:
         instances.setdefault((ev["step"], ev["node_name"], ev["occurrence"]), []).append(ev)
     for same in instances.values():
@@ -117,7 +117,7 @@ def step_times(
         strict=True,
     ):
         by_trace.setdefault(tid, []).append((start, end, wait))
-    groups: dict[tuple, dict[str, Any]] = {}
+    groups: dict[tuple[Any, Any], dict[str, Any]] = {}
     for i, t, r, s, off in members:
         g = groups.setdefault(
             (r, s), {"n_traces": 0, "n_events": 0, "start": None, "end": None, "coll": []}
@@ -220,7 +220,7 @@ def collective_kind(op: str) -> str:
     return "other"
 
 
-def _collective_events(trace: Trace, rx: re.Pattern | None) -> list[dict[str, Any]]:
+def _collective_events(trace: Trace, rx: re.Pattern[str] | None) -> list[dict[str, Any]]:
     """The collective events of one trace (raw clock), one dict per instance."""
     ev = trace.table("events")  # without the name columns (not needed here)
     if ev.num_rows == 0:

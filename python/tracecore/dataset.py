@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +28,7 @@ from . import _core
 from ._arrow import to_numpy
 from .checks import as_int, check_flag, check_ns, check_threads
 from .keying import (
+    KeySpec,
     Member,
     alignment_offset,
     check_align,
@@ -48,8 +48,8 @@ from .trace import TableAttributes, Trace
 def open_many(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    rank: str | re.Pattern | Callable[[str], Any] | None = None,
-    step: str | re.Pattern | Callable[[str], Any] | None = None,
+    rank: KeySpec = None,
+    step: KeySpec = None,
     threads: int = 0,
     strict: bool = False,
     align: Any = "step_start",
@@ -207,11 +207,12 @@ class TraceSet(TableAttributes):
                 f"trace_id {index} out of range: this set has {n} files (0 to {n - 1})"
             )
         trace_id = index % n
-        t = self._traces[trace_id]
+        t, error = self._traces[trace_id], self._errors[trace_id]
         if t is None:
+            assert error is not None  # a file that did not load has its error
             raise ValueError(
                 f"trace {trace_id} ({self._paths[trace_id]}) failed to load: "
-                f"{error_message(self._errors[trace_id])}"
+                f"{error_message(error)}"
             )
         return t
 
@@ -440,8 +441,8 @@ class TraceSet(TableAttributes):
             raise ValueError("no trace loaded")
         return self._concat(timelines, lambda: None), self._concat(peaks, lambda: None)
 
-    def _spans(self, group: list[str]) -> dict[tuple, int]:
-        spans: dict[tuple, int] = {}
+    def _spans(self, group: list[str]) -> dict[tuple[Any, ...], int]:
+        spans: dict[tuple[Any, ...], int] = {}
         for _, t, r, s, _ in self._loaded():
             bounds = event_bounds(t.table("events"))
             key = tuple({"rank": r, "step": s}[c] for c in group)

@@ -80,7 +80,11 @@ def resolve_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str
     return list(dict.fromkeys(out))
 
 
-def key_extractor(spec: Any, default: str, what: str) -> Callable[[str], Any]:
+#: How a file's rank or step is read from its path (see :func:`tracecore.open_many`).
+KeySpec = str | re.Pattern[str] | Callable[[str], Any] | None
+
+
+def key_extractor(spec: KeySpec, default: str, what: str) -> Callable[[str], Any]:
     """A function path -> rank (or step) value from a regex, a compiled pattern or a callable."""
     if callable(spec) and not isinstance(spec, re.Pattern):
         return spec
@@ -166,9 +170,9 @@ def alignment_offset(trace: Trace, align: Any, rank: Any, step: Any) -> int:
         bounds = event_bounds(trace.table("events"))
         return 0 if bounds is None else bounds[0]
     if (rank, step) in align:
-        return align[(rank, step)]
+        return int(align[(rank, step)])
     if rank in align:
-        return align[rank]
+        return int(align[rank])
     raise ValueError(f"align has no clock offset for rank {rank!r} (step {step!r})")
 
 
@@ -227,7 +231,7 @@ def trace_table(trace: Trace, name: str) -> pa.Table:
 
 
 def file_keys(
-    files: list[str], rank: Any, step: Any
+    files: list[str], rank: KeySpec, step: KeySpec
 ) -> tuple[list[Any], pa.DataType, list[Any], pa.DataType]:
     """The rank and step of every file, and the column type of each (see
     :func:`tracecore.open_many` for ``rank`` and ``step``)."""

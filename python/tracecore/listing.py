@@ -34,6 +34,7 @@ import gzip
 import os
 import re
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -61,7 +62,9 @@ _SHAPE_SCHEMA = pa.schema(
 )
 
 
-def format_shape(dtype: str | None, shape, unknown_rank: bool = False) -> str:
+def format_shape(
+    dtype: str | None, shape: Sequence[int | None] | None, unknown_rank: bool = False
+) -> str:
     """A tensor description in the shape listing's notation: ``(128x64x56x56)``, ``(int32 4x1)``."""
     prefix = ""
     if dtype:
@@ -109,7 +112,7 @@ def _read_text(path: str) -> str:
         raise _error(path, line, column, "not UTF-8 text: not a listing") from None
 
 
-def _lines(text: str):
+def _lines(text: str) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.removesuffix("\r")
         if line.strip() == "":
@@ -125,8 +128,12 @@ def _bad_column(line: str, pattern: str) -> int:
     return 1
 
 
-def _read_shape_listing(path: str, lines) -> pa.Table:
-    names, inputs, outputs, devices, values = [], [], [], [], []
+def _read_shape_listing(path: str, lines: Iterable[tuple[int, str]]) -> pa.Table:
+    names: list[str] = []
+    inputs: list[list[str]] = []
+    outputs: list[str] = []
+    devices: list[str] = []
+    values: list[int] = []
     for number, line in lines:
         fields = line.split(", ")
         columns = []
@@ -166,8 +173,8 @@ def _read_shape_listing(path: str, lines) -> pa.Table:
                      pa.array(values, pa.int64())], schema=_SHAPE_SCHEMA)
 
 
-def _read_name_listing(path: str, lines) -> pa.Table:
-    names = []
+def _read_name_listing(path: str, lines: Iterable[tuple[int, str]]) -> pa.Table:
+    names: list[str] = []
     for number, line in lines:
         if not _re_name.match(line):
             raise _error(path, number, _bad_column(line, r"[A-Za-z0-9_.\-/>:]"),
@@ -176,7 +183,7 @@ def _read_name_listing(path: str, lines) -> pa.Table:
     return names_table(names)
 
 
-def read_listing(path) -> pa.Table:
+def read_listing(path: str | os.PathLike[str]) -> pa.Table:
     """Reads a shape listing or a node-name listing (see the module docstring) into a Table.
 
     Raises:
@@ -286,7 +293,7 @@ def shape_listing(trace: Trace) -> str:
         return outs.get(slot, "(?)")
 
     lines: list[tuple[str, int, str]] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[str, int, int, str, int]] = set()
     for i in range(n):
         name = ev["node_name"][i] or ""
         dev_type, ordinal = _device_type_ordinal(ev["device"][i] or "")

@@ -86,7 +86,7 @@ matching ``tower_<N>`` or ``replica_<N>`` (anywhere in the path, so
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -220,7 +220,7 @@ def _mask(arr: pa.Array) -> np.ndarray:
     return to_numpy(arr, False)
 
 
-def _where(arr: pa.Array, mask: np.ndarray, fn) -> pa.Array:
+def _where(arr: pa.Array, mask: np.ndarray, fn: Callable[[pa.Array], pa.Array]) -> pa.Array:
     """``arr`` with ``fn`` applied to the entries selected by ``mask`` only (regexes are costly:
     a cheap substring test picks the few entries they can change)."""
     if not mask.any():
@@ -412,9 +412,12 @@ class _NameInfo:
         """Row values from one value per used dictionary entry (``fill`` for null names)."""
         lookup = np.full(self.size + 1, fill, dtype=per_used.dtype)
         lookup[self.used_pos] = per_used
-        if self.valid is None:
-            return lookup[self.indices]
-        return lookup[np.where(self.valid, self.indices, self.size)]
+        rows: np.ndarray = (
+            lookup[self.indices]
+            if self.valid is None
+            else lookup[np.where(self.valid, self.indices, self.size)]
+        )
+        return rows
 
     def encode_rows(self, values: pa.Array) -> pa.DictionaryArray:
         """A dictionary column over the rows from one string (or null) per used entry."""

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
+    from .replay import MemoryReplay
     from .trace import Trace
 
 _MB = 1e6
@@ -103,7 +104,7 @@ def plot_memory(
     from matplotlib.lines import Line2D  # after _figure, which explains a missing matplotlib
 
     axes = fig.subplots(len(allocators), 1, sharex=True, squeeze=False)[:, 0]
-    series = (
+    series: tuple[tuple[MemoryReplay, Literal["-", "--"], str, str], ...] = (
         (records, "-", "C0", "allocation-record replay"),
         (tensors, "--", "C1", "timeline.py tensor model"),
     )

@@ -23,7 +23,8 @@ def sql(trace: Trace, query: str) -> pa.Table:
     try:
         for name in trace.table_names:
             con.register(name, trace.events if name == "events" else trace.table(name))
-        relation = con.sql(query)
+        # None for a statement without a result, whatever the stubs say.
+        relation: duckdb.DuckDBPyRelation | None = con.sql(query)
         if relation is None:  # a statement without a result (e.g. CREATE VIEW)
             return pa.table({})
         for method in ("to_arrow_table", "fetch_arrow_table", "arrow"):
