@@ -1,7 +1,8 @@
 """Minimal TensorFlow StepStats message classes, built in Python (no protoc needed).
 
 Covers step_stats.proto and what it imports (tensor_description, allocation_description,
-tensor_shape, types), with the field numbers of TensorFlow's .proto files.
+tensor_shape, types), with the field numbers of TensorFlow's published .proto definitions (the
+same as tests/tfproto.py, which defines RunMetadata too).
 The classes live in a private DescriptorPool, so they never clash with another definition of
 the same `tensorflow.*` names (for example the one in tests/tfproto.py) in the same process.
 

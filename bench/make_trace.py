@@ -160,7 +160,7 @@ class _StepTemplate:
         t_iter = iter(
             [
                 str(b + (shift if s == 1 else shift_ns)).encode()
-                for b, s in zip(self.bases, self.scales)
+                for b, s in zip(self.bases, self.scales, strict=True)
             ]
         )
         if self.unique_names:

@@ -112,7 +112,8 @@ def _varint_bytes(value: int) -> bytes:
 
 
 def make_synthetic(events: int, devices: int, path: Path, seed: int = 7) -> Path:
-    """Writes the synthetic binary StepStats (skipped when `path` exists with a matching sidecar)."""
+    """Writes the synthetic binary StepStats (skipped when `path` exists with a matching
+    sidecar)."""
     meta = {"events": events, "devices": devices, "seed": seed, "version": 1}
     sidecar = path.with_suffix(".json")
     if path.exists() and sidecar.exists() and json.loads(sidecar.read_text()) == meta:
@@ -204,12 +205,25 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ("overlaps() same device", res["overlaps_s"], f"{res['overlap_pairs']:,} pairs", 2.0),
         ("window() first call", res["window_first_s"], "builds the interval index", 2.0),
-        ("window() 1 ms, mean of 1000", res["window_mean_s"],
-         f"{res['window_mean_hits']:.0f} events each", 2.0),
+        (
+            "window() 1 ms, mean of 1000",
+            res["window_mean_s"],
+            f"{res['window_mean_hits']:.0f} events each",
+            2.0,
+        ),
         ("occupancy()", res["occupancy_s"], f"mean utilization {res['mean_utilization']:.2f}", 0.5),
-        ("occupancy(bin_ns=1 ms)", res["occupancy_bins_s"], f"{res['occupancy_bin_rows']:,} rows", 2.0),
-        ("replay(source='records')", res["replay_s"],
-         f"{res['replay_timeline_rows']:,} timeline rows", 0.5),
+        (
+            "occupancy(bin_ns=1 ms)",
+            res["occupancy_bins_s"],
+            f"{res['occupancy_bin_rows']:,} rows",
+            2.0,
+        ),
+        (
+            "replay(source='records')",
+            res["replay_s"],
+            f"{res['replay_timeline_rows']:,} timeline rows",
+            0.5,
+        ),
     ]
     print(f"{'query':30s} {'best ms':>10s} {'target':>7s}  result")
     for name, s, what, target in rows:

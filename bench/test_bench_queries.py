@@ -71,6 +71,10 @@ def test_replay_records(benchmark, trace):
     assert peaks.num_rows == queries.N_ALLOCATORS
     # every allocation is freed: each allocator ends at 0
     levels = {}
-    for a, b in zip(timeline.column("allocator").to_pylist(), timeline.column("bytes_in_use").to_pylist()):
+    for a, b in zip(
+        timeline.column("allocator").to_pylist(),
+        timeline.column("bytes_in_use").to_pylist(),
+        strict=True,
+    ):
         levels[a] = b
     assert set(levels.values()) == {0}

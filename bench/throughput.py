@@ -12,9 +12,9 @@ its compute kernels is in the baseline, not in the figure). Rows:
   protobuf-py (upb)                  text_format.Parse (text) / ParseFromString (binary) of the
                                      same bytes; text files over --peer-full-mb are measured on a
                                      prefix cut at a top-level `dev_stats {` (the row says so)
-  protobuf-cpp                       /tmp/tc-peer/peer_textformat (protobuf C++ code generated
-                                     from step_stats.proto; not in this repository, see
-                                     bench/README.md), if present; its own parse-time figure
+  protobuf-cpp                       the program named by --cpp-peer-bin (or $TRACECORE_CPP_PEER),
+                                     if given: protobuf C++ generated code, not part of this
+                                     repository (see bench/README.md); its own parse-time figure
 
 MB/s = bytes parsed / seconds / 1e6; the file is read once beforehand so every run starts with
 a warm page cache. Seconds are wall time of the parse call only (the peers get their input
@@ -37,7 +37,6 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
-CPP_PEER = Path("/tmp/tc-peer/peer_textformat")
 MB = 1_000_000
 
 
@@ -60,7 +59,7 @@ def _child_tracecore(spec: dict) -> dict:
 
     # Warm-up on the bundled sample: pyarrow loads its compute kernels (about 50 MB resident)
     # the first time a table is built; that is the library's one-time cost, not the parse's.
-    tracecore.open(tracecore.sample_path()).events
+    _ = tracecore.open(tracecore.sample_path()).events
     base = _kib_status()
     t0 = time.perf_counter()
     trace = tracecore.open(spec["path"], threads=spec["threads"])
@@ -262,12 +261,12 @@ def _warm(path: str) -> int:
     return plain
 
 
-def _cpp_peer(path: str, fmt: str, timeout: float) -> dict:
-    # peer_textformat writes FILE.pb next to a text input: give it a symlink in a temp dir.
+def _cpp_peer(peer: Path, path: str, fmt: str, timeout: float) -> dict:
+    # The peer may write FILE.pb next to a text input: give it a symlink in a temp dir.
     with tempfile.TemporaryDirectory(prefix="tc-peer-run-") as tmp:
         link = Path(tmp) / Path(path).name
         link.symlink_to(Path(path).resolve())
-        stdout, stderr, rc, maxrss = _run_child([str(CPP_PEER), fmt, str(link)], timeout)
+        stdout, stderr, rc, maxrss = _run_child([str(peer), fmt, str(link)], timeout)
     m = re.search(
         r"ok=(\d) bytes=(\d+) nodes=(\d+) recs=(\d+) parse=([\d.]+)s"
         r" \(([\d.]+) MB/s\) walk=([\d.]+)s",
@@ -354,8 +353,9 @@ def measure_file(path: str, args) -> list[dict]:
             engine = f"protobuf-py ({best.get('protobuf_impl', '?')})"
             rows.append(_row(name, size, fmt, engine, "-", best, note))
         _print_row(rows[-1])
-        if args.cpp_peer and CPP_PEER.exists() and kind == "StepStats" and not path.endswith(".gz"):
-            runs = [_cpp_peer(path, fmt, args.timeout) for _ in range(args.peer_repeat)]
+        peer_bin = args.cpp_peer_path
+        if peer_bin is not None and kind == "StepStats" and not path.endswith(".gz"):
+            runs = [_cpp_peer(peer_bin, path, fmt, args.timeout) for _ in range(args.peer_repeat)]
             rows.append(_row(name, size, fmt, "protobuf-cpp", "-", _best(runs)))
             _print_row(rows[-1])
     # cross-check the event counts of every engine that read the whole file (and the generator's)
@@ -451,6 +451,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,0", help="tracecore thread settings (default 1,0)")
     ap.add_argument("--no-peer", dest="peer", action="store_false", help="skip the protobuf peers")
     ap.add_argument("--no-cpp-peer", dest="cpp_peer", action="store_false")
+    ap.add_argument(
+        "--cpp-peer-bin",
+        default=os.environ.get("TRACECORE_CPP_PEER"),
+        help="the protobuf C++ peer program (default: $TRACECORE_CPP_PEER; see bench/README.md)",
+    )
     ap.add_argument("--peer-repeat", type=int, default=1)
     ap.add_argument(
         "--peer-full-mb",
@@ -479,8 +484,14 @@ def main(argv: list[str] | None = None) -> int:
             args.expected_events[info.path] = info.events
     if not files:
         ap.error("no FILE and no --generate")
-    if args.peer and args.cpp_peer and not CPP_PEER.exists():
-        print(f"(C++ peer not built: {CPP_PEER} missing; see bench/README.md)")
+    # The protobuf-cpp row: a peer program given and present (measure_file reads cpp_peer_path).
+    wanted = args.peer and args.cpp_peer
+    args.cpp_peer_path = Path(args.cpp_peer_bin) if wanted and args.cpp_peer_bin else None
+    if args.cpp_peer_path is not None and not args.cpp_peer_path.exists():
+        print(f"(C++ peer {args.cpp_peer_path} missing: no protobuf-cpp row)")
+        args.cpp_peer_path = None
+    elif wanted and args.cpp_peer_path is None:
+        print("(no C++ peer given: --cpp-peer-bin or $TRACECORE_CPP_PEER; no protobuf-cpp row)")
 
     env = _environment()
     print(

@@ -284,7 +284,7 @@ def _same(a, b) -> bool:
         return isinstance(a, float) and isinstance(b, float) and (
             a == b or (math.isnan(a) and math.isnan(b)))
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
 
 
@@ -294,7 +294,7 @@ def _fmt_row(row: dict) -> str:
 
 def diff_rows(table: str, expected: list[dict], actual: list[dict]) -> str | None:
     """None if equal, else a description of the first mismatching row."""
-    for i, (e, a) in enumerate(zip(expected, actual)):
+    for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
         bad = [c for c in e if c not in a or not _same(e[c], a[c])]
         if bad:
             lines = [(f"table {table!r}: first mismatch at row {i} "

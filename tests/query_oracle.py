@@ -28,7 +28,7 @@ import tf_timeline_model as tfm
 # ---------------------------------------------------------------------------------------------
 def clamp_ends(starts, ends) -> tuple[list[int], list[int]]:
     s = [int(x) for x in starts]
-    e = [max(int(a), int(b)) for a, b in zip(s, ends)]
+    e = [max(int(a), int(b)) for a, b in zip(s, ends, strict=True)]
     return s, e
 
 
@@ -263,7 +263,7 @@ def replay_records(records, *, event_start=None, node_names=None, allocations=No
             raise ValueError(baseline)
         level = offset
         peak, peak_t, updated = 0, 0, False
-        for k, (_i, (eid, _a, t, b)) in enumerate(recs):
+        for k, (_i, (_eid, _a, t, b)) in enumerate(recs):
             level += b
             if per_timestamp_peak and k + 1 < len(recs) and recs[k + 1][1][2] == t:
                 continue
@@ -367,18 +367,24 @@ def op_stats(starts, ends, device_index, ops, node_names, devices, by="op",
         durs = [e[i] - s[i] for i in members]
         total = sum(durs)
         busy = union_length([(s[i], e[i]) for i in members])
-        rows.append({
-            "key": key,
-            "n_events": len(members),
-            "total_ns": total,
-            "mean_ns": (float(total) / float(len(members))) if members else None,
-            "max_ns": max(durs) if durs else 0,
-            "busy_ns": busy,
-            "share": (float(busy) / float(all_span)) if all_span != 0 else None,
-            "executor_ns": sum(d for i, d in zip(members, durs) if kind_of[dev[i]] == "executor"),
-            "stream_ns": sum(d for i, d in zip(members, durs) if kind_of[dev[i]] == "stream"),
-            "_tie": tie,
-        })
+        rows.append(
+            {
+                "key": key,
+                "n_events": len(members),
+                "total_ns": total,
+                "mean_ns": (float(total) / float(len(members))) if members else None,
+                "max_ns": max(durs) if durs else 0,
+                "busy_ns": busy,
+                "share": (float(busy) / float(all_span)) if all_span != 0 else None,
+                "executor_ns": sum(
+                    d for i, d in zip(members, durs, strict=True) if kind_of[dev[i]] == "executor"
+                ),
+                "stream_ns": sum(
+                    d for i, d in zip(members, durs, strict=True) if kind_of[dev[i]] == "stream"
+                ),
+                "_tie": tie,
+            }
+        )
         if by == "device":
             rows[-1]["_device_index"] = g
     rows.sort(key=lambda r: (-r["total_ns"], r["key"], r["_tie"]))

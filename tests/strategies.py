@@ -26,8 +26,9 @@ import math
 import struct
 
 import hypothesis.strategies as st
-import tfproto as tp
 from google.protobuf import descriptor as _descriptor
+
+import tfproto as tp
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -99,8 +100,11 @@ dtypes = st.one_of(
     st.sampled_from([31, 99, 100, 131, 200, 1000, -1, -100, INT32_MAX, INT32_MIN]),
 )
 
-dim_sizes = st.one_of(st.integers(-2, 64), st.sampled_from(
-    [-1, 0, 1, 2**31, 2**32, 2**62, INT64_MAX, INT64_MIN, -(2**40)]), st.integers(INT64_MIN, INT64_MAX))
+dim_sizes = st.one_of(
+    st.integers(-2, 64),
+    st.sampled_from([-1, 0, 1, 2**31, 2**32, 2**62, INT64_MAX, INT64_MIN, -(2**40)]),
+    st.integers(INT64_MIN, INT64_MAX),
+)
 
 devices = st.one_of(
     st.sampled_from([
@@ -404,7 +408,7 @@ def _ordered(draw, msg, items, number_of, shuffle):
     keys = [("keep" if number_of(it) in keep else number_of(it)) for it in items]
     perm = draw(st.permutations(keys))
     queues: dict = {}
-    for k, it in zip(keys, items):
+    for k, it in zip(keys, items, strict=True):
         queues.setdefault(k, []).append(it)
     return [queues[k].pop(0) for k in perm]
 
@@ -531,11 +535,18 @@ class _TextRenderer:
                 return self.draw(st.sampled_from(["nan", "NaN"])) if "float_forms" in self.f \
                     else "nan"
             if math.isinf(v):
-                forms = ["inf", "Infinity", "infinity", "INF"] if "float_forms" in self.f else ["inf"]
+                forms = (
+                    ["inf", "Infinity", "infinity", "INF"] if "float_forms" in self.f else ["inf"]
+                )
                 return ("-" if v < 0 else "") + self.draw(st.sampled_from(forms))
             if "float_forms" in self.f:
                 mode = self.draw(st.integers(0, 3))
-                if mode == 0 and v == int(v) and abs(v) < 2**53 and not (v == 0 and math.copysign(1, v) < 0):
+                if (
+                    mode == 0
+                    and v == int(v)
+                    and abs(v) < 2**53
+                    and not (v == 0 and math.copysign(1, v) < 0)
+                ):
                     return str(int(v))
                 if mode == 1:
                     return repr(v) + "f"

@@ -1,5 +1,6 @@
 """The pandas-free array helpers of tracecore._arrow give what pyarrow's own constructors give,
-and the common paths (open, events, ``info``, the queries) do not import pandas (0.2 s) through pyarrow."""
+and the common paths (open, events, ``info``, the queries) do not import pandas (0.2 s) through
+pyarrow."""
 
 from __future__ import annotations
 
@@ -11,9 +12,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+
 from tracecore._arrow import array, buffer_bytes, scalar, to_numpy
 
-_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64, np.float32, np.float64]
+_DTYPES = [
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint32,
+    np.uint64,
+    np.float32,
+    np.float64,
+]
 
 
 @pytest.mark.parametrize("dtype", _DTYPES)
@@ -36,7 +48,9 @@ def test_array_bool_mask_and_cast():
     got = array(values, pa.int32(), mask=mask)
     assert got.equals(expected)
     assert got.null_count == int(mask.sum())
-    assert array(values, pa.int32(), mask=np.zeros(101, dtype=bool)).equals(pa.array(values, pa.int32()))
+    assert array(values, pa.int32(), mask=np.zeros(101, dtype=bool)).equals(
+        pa.array(values, pa.int32())
+    )
     with pytest.raises(pa.ArrowInvalid):
         array(np.array([1 << 40]), pa.int32())  # checked like pa.array
 
@@ -118,7 +132,9 @@ print(code, after_events, after_info, "pandas" in sys.modules)
 
 def test_open_events_info_and_queries_do_not_import_pandas():
     pytest.importorskip("pandas")
-    out = subprocess.run([sys.executable, "-c", _NO_PANDAS], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_PANDAS], capture_output=True, text=True, check=True
+    )
     last = out.stdout.strip().splitlines()[-1]
     if last == "preloaded":
         pytest.skip("this environment imports pandas with pyarrow already")
@@ -156,7 +172,9 @@ def test_array_agrees_with_pa_array_on_the_unusual_inputs():
         ((), pa.string(), None),
     ]
     for values, type, mask in cases:
-        _same_outcome(partial(array, values, type, mask=mask), partial(pa.array, values, type, mask=mask))
+        _same_outcome(
+            partial(array, values, type, mask=mask), partial(pa.array, values, type, mask=mask)
+        )
     with pytest.raises((pa.ArrowException, TypeError, ValueError)):
         scalar(12, pa.string())
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
 import tracecore
 from tracecore import cache, export
 
@@ -61,7 +62,7 @@ def test_second_open_maps_the_cache(seed1: Path, cache_root: Path) -> None:
     )
 
     second = tracecore.open(seed1, cache=True)
-    assert isinstance(second, export.StoredTrace)
+    assert isinstance(second, tracecore.Trace) and second._rebuild_core is not None  # stored
     assert second._core is None
     assert second.stats["loaded_from"] == "cache"
     assert second.stats["events"] == 292 and len(second) == 292
@@ -196,7 +197,7 @@ def test_a_new_version_does_not_read_old_entries(
     seed1: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tracecore.open(seed1, cache=True)
-    monkeypatch.setattr(tracecore, "__version__", "999.0")
+    monkeypatch.setattr(tracecore._version, "__version__", "999.0")
     t = tracecore.open(seed1, cache=True)
     assert "loaded_from" not in t.stats
     assert tracecore.open(seed1, cache=True).stats["loaded_from"] == "cache"

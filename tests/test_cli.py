@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 import tracecore
 from tracecore import cli, plots
 from tracecore.progress import Progress
@@ -142,7 +143,9 @@ def test_top_by_op_node_device(capsys: pytest.CaptureFixture[str]) -> None:
     assert columns(out.splitlines()[2])[:3] == [node, "19", "2.083"]
     # The API's name for it (Trace.op_stats(by="node_name")) gives the same table.
     code, same, _ = run(capsys, "top", SEED0, "--by", "node_name", "-n", "1", "--width", "200")
-    assert code == 0 and same.splitlines()[0] == out.splitlines()[0].replace("by node", "by node_name")
+    assert code == 0 and same.splitlines()[0] == out.splitlines()[0].replace(
+        "by node", "by node_name"
+    )
     assert columns(same.splitlines()[1])[0] == "node_name"
     assert same.splitlines()[2:] == out.splitlines()[2:]
     code, out, _ = run(capsys, "top", SEED0, "--by", "device")
@@ -263,9 +266,13 @@ def test_bad_arguments_are_usage_errors_not_internal_ones(capsys, tmp_path: Path
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "invalid choice: 'bogus'" in err and "zstd" in err
     assert not (tmp_path / "p").exists()
-    code, _, err = run(capsys, "export", "--sample", "--parquet", str(tmp_path / "p"), "--compression", "none")
+    code, _, err = run(
+        capsys, "export", "--sample", "--parquet", str(tmp_path / "p"), "--compression", "none"
+    )
     assert code == 0 and err == "" and (tmp_path / "p" / "events.parquet").exists()
-    code, _, err = run(capsys, "export", "--sample", "--parquet", str(tmp_path / "q"), "--compression", "ZSTD")
+    code, _, err = run(
+        capsys, "export", "--sample", "--parquet", str(tmp_path / "q"), "--compression", "ZSTD"
+    )
     assert code == 0 and err == "" and (tmp_path / "q" / "events.parquet").exists()
 
 
@@ -284,19 +291,25 @@ def test_files_that_are_no_trace_say_so(capsys, tmp_path: Path) -> None:
     png.write_bytes(PNG_MAGIC + bytes(40))
     code, _, err = run(capsys, "info", str(png))
     assert code == 2
-    assert err == f"tracecore: invalid trace: {png}: not a TensorFlow trace dump: the file is a PNG image\n"
+    assert err == (
+        f"tracecore: invalid trace: {png}: not a TensorFlow trace dump: the file is a PNG image\n"
+    )
     # Text that does not start like protobuf text: format detection reads it as binary, but the
     # error is the text parser's, at line 1.
     script = tmp_path / "notes.py"
     script.write_text('"""A module."""\nimport os\n')
     code, _, err = run(capsys, "info", str(script))
     assert code == 2
-    assert err.startswith(f"tracecore: invalid trace: {script}: line 1, column 1: expected a field name")
+    assert err.startswith(
+        f"tracecore: invalid trace: {script}: line 1, column 1: expected a field name"
+    )
     assert "(the file is text, but not protobuf text format)" in err
     # A text dump read as binary: a hint.
     code, _, err = run(capsys, "info", SEED0, "--format", "binary")
     assert code == 2 and "byte offset" in err
-    assert err.rstrip().endswith("(the file looks like text, not a binary dump: use format 'text' or 'auto')")
+    assert err.rstrip().endswith(
+        "(the file looks like text, not a binary dump: use format 'text' or 'auto')"
+    )
 
 
 def test_output_paths_are_checked_and_named(capsys, tmp_path: Path) -> None:
@@ -453,15 +466,15 @@ def test_open_with_progress_is_quiet_when_fast(capsys: pytest.CaptureFixture[str
 
 
 def test_slow_open_shows_progress_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracecore import trace as trace_module
+    from tracecore import parsing
 
-    real_open_file = trace_module._core.open_file
+    real_open_file = parsing._core.open_file
 
     def slow_open_file(*args):
         time.sleep(1.3)
         return real_open_file(*args)
 
-    monkeypatch.setattr(trace_module._core, "open_file", slow_open_file)
+    monkeypatch.setattr(parsing._core, "open_file", slow_open_file)
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     t = tracecore.open(SEED1, progress=True)

@@ -13,9 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+
 import tracecore
 from make_run_dir import ALLREDUCE, COLLECTIVE0_US, COLLECTIVE1_US, make_run_dir
-from tracecore.dataset import collective_kind
+from tracecore.collectives import collective_kind
 
 RANKS, STEPS, DELAYED = 8, 8, 5
 DELAYS_US = {2: 3_000, 6: 1_250}
@@ -45,9 +46,11 @@ def ts(glob_pattern):
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
+    # dashboard_address=None still binds 8787 and warns (an error here) when that port is taken,
+    # e.g. by another test run on the machine: ":0" takes any free port.
     with (
         distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
@@ -63,6 +66,16 @@ def _rows(table, **eq):
 
 
 # -- open_many -------------------------------------------------------------------------------------
+def test_every_table_the_core_lists_is_an_attribute(ts):
+    from tracecore import _core
+
+    for name in _core.TABLE_NAMES:
+        assert getattr(ts, name) is ts.table(name)
+        assert name in dir(ts)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ts.nope  # noqa: B018
+
+
 def test_listing_keys_and_tables(ts, run):
     traces = ts.traces
     assert traces.num_rows == RANKS * STEPS
@@ -71,7 +84,7 @@ def test_listing_keys_and_tables(ts, run):
     assert traces.schema.field("trace_id").type == pa.int32()
     assert traces.schema.field("rank").type == pa.int64()
     assert traces.schema.field("step").type == pa.int64()
-    assert sorted(zip(traces["rank"].to_pylist(), traces["step"].to_pylist())) == [
+    assert sorted(zip(traces["rank"].to_pylist(), traces["step"].to_pylist(), strict=True)) == [
         (r, s) for r in range(RANKS) for s in range(STEPS)
     ]
     assert traces["n_events"].to_pylist() == [run.events_per_trace] * (RANKS * STEPS)
@@ -111,6 +124,7 @@ def test_alignment_modes(glob_pattern, run, ts):
                 grouped["rank"].to_pylist(),
                 grouped["step"].to_pylist(),
                 grouped["start_ns_min"].to_pylist(),
+                strict=True,
             )
         }
 
@@ -240,7 +254,7 @@ def test_collective_detection_rules():
     assert collective_kind("CollectiveBcastRecvV2") == "broadcast"
     assert collective_kind("HorovodBroadcast") == "broadcast"
     assert collective_kind("MatMul") == "other"
-    from tracecore.dataset import _NAME_RX, _OP_RX
+    from tracecore.collectives import _NAME_RX, _OP_RX
 
     assert _OP_RX.fullmatch("HorovodAllreduce") and not _OP_RX.fullmatch("Identity")
     assert _NAME_RX.fullmatch("HorovodBroadcast_Variable_0")
@@ -322,7 +336,7 @@ def test_partitioned_parquet_queried_by_duckdb(ts, run, tmp_path):
     ).fetchall()
     expected = ts.events.group_by("rank").aggregate([("event_id", "count")]).sort_by("rank")
     assert [(r, n) for r, n, _ in per_rank] == list(
-        zip(expected["rank"].to_pylist(), expected["event_id_count"].to_pylist())
+        zip(expected["rank"].to_pylist(), expected["event_id_count"].to_pylist(), strict=True)
     )
     dur = pc.subtract(ts.events["end_ns"], ts.events["start_ns"])
     assert sum(b for _, _, b in per_rank) == pc.sum(dur).as_py()
@@ -343,6 +357,33 @@ def test_partitioned_parquet_queried_by_duckdb(ts, run, tmp_path):
     assert waits == [
         (r, 0 if r == DELAYED else sum(DELAYS_US.values()) * 1000) for r in range(RANKS)
     ]
+
+
+def test_empty_tables_take_their_schema_from_the_core(monkeypatch):
+    from tracecore import _core
+    from tracecore.keying import empty_table, keyed_table
+
+    t = tracecore.open(tracecore.sample_path())
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("an empty table's schema must not come from a parse")
+
+    monkeypatch.setattr(_core, "open_file", no_parse)
+    monkeypatch.setattr(_core, "open_bytes", no_parse)
+    for name in _core.TABLE_NAMES:
+        parsed = (t.events if name == "events" else t.table(name)).schema
+        assert _core.schema(name) is not None
+        expected = keyed_table(
+            parsed.empty_table(), name, 0, None, None, 0, pa.int64(), pa.string()
+        )
+        empty = empty_table(name, pa.int64(), pa.string())
+        assert empty.num_rows == 0
+        assert empty.schema.equals(expected.schema, check_metadata=True), name
+    assert {"forward_scope", "phase"} <= set(empty_table("events").column_names)
+    with pytest.raises(KeyError, match="no table 'nope'"):
+        empty_table("nope")
+    with pytest.raises(KeyError):
+        _core.schema("nope")
 
 
 # -- errors ----------------------------------------------------------------------------------------

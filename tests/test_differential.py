@@ -13,17 +13,18 @@ import os
 import re
 from pathlib import Path
 
-import oracle
 import pyarrow as pa
 import pytest
-import strategies as S
-import tfproto as tp
-import tracecore
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 from google.protobuf.unknown_fields import UnknownFieldSet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import oracle
+import strategies as S
+import tfproto as tp
+import tracecore
 
 DATA = Path(__file__).parent / "data"
 SEEDS = {
@@ -477,7 +478,9 @@ def test_random_binary_mutated(workdir, data):
         try:
             oracle.expected_tables(other)
         except oracle.OracleOutOfRange:
-            raise AssertionError(f"expected TraceFormatError (out of range): {mutated.hex()}")
+            raise AssertionError(
+                f"expected TraceFormatError (out of range): {mutated.hex()}"
+            ) from None
         oracle.assert_trace_matches(t, other, expected_format="binary",
                                     context=f"mutated: {mutated.hex()}")
 
@@ -486,7 +489,9 @@ def test_random_binary_mutated(workdir, data):
 # hand-written text grammar cases, each checked against protobuf's parse of the same text
 # ------------------------------------------------------------------------------------------
 GRAMMAR_CASES = {
-    "angle_brackets_no_colon_comments": ("StepStats", """\
+    "angle_brackets_no_colon_comments": (
+        "StepStats",
+        """\
 # a leading comment
 dev_stats < device: "/job:localhost/replica:0/task:0/device:GPU:0"  # trailing comment
   node_stats <
@@ -496,8 +501,11 @@ dev_stats < device: "/job:localhost/replica:0/task:0/device:GPU:0"  # trailing c
     output < slot: 0 tensor_description < dtype: DT_FLOAT shape { dim { size: 8 } dim < size: -1 > } > >
   >
 >
-"""),
-    "colon_before_submessages": ("StepStats", """\
+""",
+    ),
+    "colon_before_submessages": (
+        "StepStats",
+        """\
 dev_stats: {
   device: "/device:CPU:0"
   node_stats: {
@@ -507,8 +515,11 @@ dev_stats: {
   }
   thread_names: { key: 7 value: "worker" }
 }
-"""),
-    "list_syntax_repeated_scalars": ("StepStats", """\
+""",
+    ),
+    "list_syntax_repeated_scalars": (
+        "StepStats",
+        """\
 dev_stats {
   node_stats {
     node_name: "x:MEMCPYHtoD"
@@ -521,8 +532,11 @@ dev_stats {
     }
   }
 }
-"""),
-    "string_quotes_concat_escapes": ("StepStats", r"""
+""",
+    ),
+    "string_quotes_concat_escapes": (
+        "StepStats",
+        r"""
 dev_stats {
   device: '/device:' "GPU:0" '/stream:' "all"
   node_stats {
@@ -535,11 +549,17 @@ dev_stats {
   }
   node_stats { node_name: "" '' "" timeline_label: "raw UTF-8: café 日本 😀" }
 }
-"""),
-    "unicode_escapes": ("StepStats", r"""
+""",
+    ),
+    "unicode_escapes": (
+        "StepStats",
+        r"""
 dev_stats { node_stats { node_name: "\u00e9\u65e5\U0001F600" timeline_label: "x = \u00c9t(a)" } }
-"""),
-    "enum_as_number": ("StepStats", """\
+""",
+    ),
+    "enum_as_number": (
+        "StepStats",
+        """\
 dev_stats { node_stats {
   output { tensor_description { dtype: 1 } }
   output { tensor_description { dtype: 101 } }
@@ -550,8 +570,11 @@ dev_stats { node_stats {
   output { tensor_description { dtype: -7 } }
   output { tensor_description { dtype: DT_UINT4 } }
 } }
-"""),
-    "unusual_field_order": ("StepStats", """\
+""",
+    ),
+    "unusual_field_order": (
+        "StepStats",
+        """\
 dev_stats {
   thread_names { value: "t1" key: 1 }
   node_stats {
@@ -567,26 +590,36 @@ dev_stats {
   device: "/job:w/replica:0/task:0/device:GPU:1"
 }
 dev_stats { device: "/device:GPU:1/memcpy" }
-"""),
-    "everything_on_one_line_runmetadata": ("RunMetadata",
-        ('step_stats { dev_stats { device: "/device:CPU:0" node_stats { node_name: "n" '
-        'all_start_nanos: 1500 all_end_rel_nanos: 250 op_start_rel_nanos: 10 op_end_rel_nanos: 200 '
-        'scheduled_nanos: 1400 all_start_micros: 1 timeline_label: "n = Foo()" } } } '
-        'cost_graph { node { name: "n" device: "/device:CPU:0" id: 3 input_info { preceding_node: 1 '
-        'preceding_port: 0 } input_info { preceding_node: 2 } output_info { size: 64 '
-        'alias_input_port: -1 shape { dim { size: 4 } } dtype: DT_FLOAT } temporary_memory_size: 8 '
-        'is_final: true control_input: [5, 6] compute_cost: 11 compute_time: 12 memory_time: 13 '
-        'persistent_memory_size: 14 inaccurate: true host_temp_memory_size: 1 } cost { cost: 1.5 '
-        'dimension: "flops" } } partition_graphs { node { name: "a" op: "Const" device: "/cpu" } '
-        'node { name: "b" op: "Add" input: "a" input: "a:1" input: "^c" } } function_graphs { '
-        'partition_graphs { node { name: "f" } } pre_optimization_graph { node { name: "pre" } } '
-        'post_optimization_graph { node { name: "post" op: "Identity" input: ["pre"] } } } '
-        'session_metadata { name: "sess" version: 7 }')),
-    "separators": ("StepStats", """\
+""",
+    ),
+    "everything_on_one_line_runmetadata": (
+        "RunMetadata",
+        (
+            'step_stats { dev_stats { device: "/device:CPU:0" node_stats { node_name: "n" '
+            "all_start_nanos: 1500 all_end_rel_nanos: 250 op_start_rel_nanos: 10 op_end_rel_nanos: 200 "
+            'scheduled_nanos: 1400 all_start_micros: 1 timeline_label: "n = Foo()" } } } '
+            'cost_graph { node { name: "n" device: "/device:CPU:0" id: 3 input_info { preceding_node: 1 '
+            "preceding_port: 0 } input_info { preceding_node: 2 } output_info { size: 64 "
+            "alias_input_port: -1 shape { dim { size: 4 } } dtype: DT_FLOAT } temporary_memory_size: 8 "
+            "is_final: true control_input: [5, 6] compute_cost: 11 compute_time: 12 memory_time: 13 "
+            "persistent_memory_size: 14 inaccurate: true host_temp_memory_size: 1 } cost { cost: 1.5 "
+            'dimension: "flops" } } partition_graphs { node { name: "a" op: "Const" device: "/cpu" } '
+            'node { name: "b" op: "Add" input: "a" input: "a:1" input: "^c" } } function_graphs { '
+            'partition_graphs { node { name: "f" } } pre_optimization_graph { node { name: "pre" } } '
+            'post_optimization_graph { node { name: "post" op: "Identity" input: ["pre"] } } } '
+            'session_metadata { name: "sess" version: 7 }'
+        ),
+    ),
+    "separators": (
+        "StepStats",
+        """\
 dev_stats { device: "d", node_stats { node_name: "a"; all_start_micros: 5, thread_id: 2; };
   node_stats { node_name: "b", }, thread_names { key: 2, value: "w"; }; }
-"""),
-    "map_duplicate_keys_last_wins": ("StepStats", """\
+""",
+    ),
+    "map_duplicate_keys_last_wins": (
+        "StepStats",
+        """\
 dev_stats {
   thread_names { key: 1 value: "first" }
   thread_names { value: "second" key: 1 }
@@ -595,8 +628,11 @@ dev_stats {
   thread_names: [ { key: 2 value: "l1" }, < key: 3 > ]
 }
 dev_stats { thread_names { key: 1 value: "other device" } }
-"""),
-    "integer_bases_and_extremes": ("StepStats", """\
+""",
+    ),
+    "integer_bases_and_extremes": (
+        "StepStats",
+        """\
 dev_stats { node_stats {
   all_start_micros: 0x10 op_end_rel_micros: 017 all_end_rel_micros: 0X1F thread_id: 0xFFFFFFFF
   scheduled_micros: -0x2
@@ -612,34 +648,49 @@ dev_stats { node_stats {
   output { tensor_description { shape { } } }
   output { }
 } }
-"""),
-    "num_elements_zero_dim_after_huge_dims": ("StepStats", """\
+""",
+    ),
+    "num_elements_zero_dim_after_huge_dims": (
+        "StepStats",
+        """\
 dev_stats { node_stats {
   output { tensor_description { shape { dim { size: 4611686018427387904 } dim { size: 4 } dim { size: 0 } } } }
   output { tensor_description { shape { dim { size: 0 } dim { size: 4611686018427387904 } dim { size: 4 } } } }
   output { tensor_description { shape { dim { size: 3037000499 } dim { size: 3037000499 } } } }
 } }
-"""),
-    "bool_spellings": ("StepStats", """\
+""",
+    ),
+    "bool_spellings": (
+        "StepStats",
+        """\
 dev_stats { node_stats {
   output { tensor_description { shape { unknown_rank: t } allocation_description { has_single_reference: True } } }
   output { tensor_description { shape { unknown_rank: 1 } allocation_description { has_single_reference: false } } }
   output { tensor_description { shape { unknown_rank: False } allocation_description { has_single_reference: 1 } } }
 } }
-"""),
-    "message_lists": ("StepStats", """\
+""",
+    ),
+    "message_lists": (
+        "StepStats",
+        """\
 dev_stats [ { device: "a" node_stats [ { node_name: "x" }, < node_name: "y" > ] },
             < device: "b" node_stats: [] > ]
 dev_stats: [{ node_stats: [{ node_name: "z" }] }]
-"""),
-    "float_forms_in_costs": ("RunMetadata", """\
+""",
+    ),
+    "float_forms_in_costs": (
+        "RunMetadata",
+        """\
 cost_graph {
   cost { cost: inf dimension: "a" } cost { cost: -1.5e3f } cost { cost: nan } cost { cost: 2 }
   cost { cost: -Infinity } cost { cost: 1e-3 } cost { cost: .5 } cost { cost: 0.0 }
   node { name: "only" id: -1 control_input: -2 control_input: [2147483647, -2147483648] }
 }
-"""),
-    "comments_everywhere": ("StepStats", """\
+""",
+    ),
+    "comments_everywhere": (
+        "StepStats",
+        """\
 #c0
 dev_stats #c1
 { #c2 { < > } "not a string
@@ -651,36 +702,56 @@ dev_stats #c1
    all_start_micros:5#c8
    timeline_label: "x = Op(a) # not a comment"
   }#c9
-}#c10"""),
-    "no_whitespace": ("StepStats",
-        ('dev_stats{device:"x"node_stats{node_name:"a"all_start_micros:5 thread_id:3 '
-        'output{slot:1 tensor_description{dtype:DT_INT32 shape{dim{size:2}dim{size:3}}}}}'
-        'node_stats<node_name:\'b:Op\'>}')),
-    "crlf_and_tabs": ("StepStats",
-        ("dev_stats {\r\n\tdevice: \"/device:GPU:0/stream:7\"\r\n\tnode_stats {\r\n"
-        "\t\tnode_name: \"k:Kernel\"\r\n\t\tall_start_micros: 12\r\n\t}\r\n}\r\n")),
-    "empty_submessages": ("StepStats", """\
+}#c10""",
+    ),
+    "no_whitespace": (
+        "StepStats",
+        (
+            'dev_stats{device:"x"node_stats{node_name:"a"all_start_micros:5 thread_id:3 '
+            "output{slot:1 tensor_description{dtype:DT_INT32 shape{dim{size:2}dim{size:3}}}}}"
+            "node_stats<node_name:'b:Op'>}"
+        ),
+    ),
+    "crlf_and_tabs": (
+        "StepStats",
+        (
+            'dev_stats {\r\n\tdevice: "/device:GPU:0/stream:7"\r\n\tnode_stats {\r\n'
+            '\t\tnode_name: "k:Kernel"\r\n\t\tall_start_micros: 12\r\n\t}\r\n}\r\n'
+        ),
+    ),
+    "empty_submessages": (
+        "StepStats",
+        """\
 dev_stats { }
 dev_stats { node_stats { memory_stats { } output { tensor_description < > } memory { } referenced_tensor { } } }
 dev_stats { node_stats { } }
-"""),
-    "nanos_and_scheduled": ("StepStats", """\
+""",
+    ),
+    "nanos_and_scheduled": (
+        "StepStats",
+        """\
 dev_stats { device: "/device:GPU:0/stream:all"
   node_stats { node_name: "a" all_start_micros: 1 all_end_rel_micros: 2 all_start_nanos: 1234
                all_end_rel_nanos: 1766 op_start_rel_nanos: 5 op_end_rel_nanos: 6 scheduled_nanos: 1000 }
   node_stats { node_name: "b" all_start_micros: 7 scheduled_micros: 3 scheduled_nanos: 0 }
   node_stats { node_name: "c" all_start_micros: -7 op_start_rel_micros: -1 }
 }
-"""),
-    "runmetadata_comment_first_cost_graph_first": ("RunMetadata", """\
+""",
+    ),
+    "runmetadata_comment_first_cost_graph_first": (
+        "RunMetadata",
+        """\
 # RunMetadata, but the first field is not step_stats
 cost_graph { node { name: "c" output_info { size: 4 } output_info { size: -1 } } }
 step_stats { dev_stats { device: "/device:CPU:0" node_stats { node_name: "s" } } }
 partition_graphs { }
 partition_graphs { node { name: "p" } }
 function_graphs { post_optimization_graph { node { name: "q" input: "p" } } }
-"""),
-    "deprecated_and_unused_fields": ("RunMetadata", """\
+""",
+    ),
+    "deprecated_and_unused_fields": (
+        "RunMetadata",
+        """\
 step_stats { dev_stats { node_stats {
   memory_stats { device_temp_memory_size: 1 device_persistent_memory_size: 2
                  device_persistent_tensor_alloc_ids: 3 temp_memory_size: 4 }
@@ -689,8 +760,11 @@ step_stats { dev_stats { node_stats {
 } } }
 session_metadata { name: "s" version: -1 }
 cost_graph { cost { dimension: "d" } node { device_temp_memory_size: 1 device_persistent_memory_size: 2 } }
-"""),
-    "op_derivation_labels": ("StepStats", """\
+""",
+    ),
+    "op_derivation_labels": (
+        "StepStats",
+        """\
 dev_stats {
   node_stats { node_name: "a" timeline_label: "a = MatMul(x, y)" }
   node_stats { node_name: "b" timeline_label: "[GPU_0_bfc 0.5MB 0.5MB] b = Conv2D(x)" }
@@ -708,8 +782,11 @@ dev_stats {
   node_stats { node_name: "o" timeline_label: "[a]] = Conv2D()" }
   node_stats { node_name: "p:Q" timeline_label: "[x]p = A(b] c)" }
 }
-"""),
-    "graphs_out_of_field_order": ("RunMetadata", """\
+""",
+    ),
+    "graphs_out_of_field_order": (
+        "RunMetadata",
+        """\
 function_graphs {
   post_optimization_graph { node { name: "c1" op: "NoOp" } node { name: "c2" } }
   pre_optimization_graph { node { name: "b" } }
@@ -718,7 +795,8 @@ function_graphs {
 partition_graphs { node { name: "a" device: "/cpu:0" } }
 function_graphs { partition_graphs { node { name: "q" } } }
 partition_graphs { }
-"""),
+""",
+    ),
 }
 
 
@@ -750,15 +828,20 @@ BINARY_CASES = {
     # then a partition graph. Guessed StepStats from the first 64 fields, that reading fails on
     # a bad value; the whole walk guesses RunMetadata (found by review), which reads.
     "runmetadata_graph_after_64_fields_behind_a_bad_stepstats_string": (
-        b"\x0a\x02\x12\x00" + b"\x0a\x00" * 70 + b"\x0a\x86\x01\x0a\x83\x01\x0a\x80\x01"
-        + b"a" * 128 + b"\x1a\x05\x0a\x03\x0a\x01a"
+        b"\x0a\x02\x12\x00"
+        + b"\x0a\x00" * 70
+        + b"\x0a\x86\x01\x0a\x83\x01\x0a\x80\x01"
+        + b"a" * 128
+        + b"\x1a\x05\x0a\x03\x0a\x01a"
     ),
     # function_graphs { post_optimization_graph {} post_optimization_graph { node { name: "a" } } }:
     # a singular message field seen twice is one GraphDef (protobuf merges), graph_index 0.
     "singular_graph_twice_is_one_graph": bytes.fromhex("22091a001a050a030a0161"),
     # step_stats { dev_stats { device: "/cpu" <unknown 4: 1> } } cost_graph { node { name: "n" } }:
     # a RunMetadata although its first DeviceStepStats holds an unknown varint field.
-    "runmetadata_with_unknown_field_in_device": bytes.fromhex("0a0a0a080a042f637075200112050a030a016e"),
+    "runmetadata_with_unknown_field_in_device": bytes.fromhex(
+        "0a0a0a080a042f637075200112050a030a016e"
+    ),
     # step_stats { dev_stats { <unknown 16: 0> } }: read as a StepStats its device name would be
     # the bytes 80 01 00 (not UTF-8).
     "runmetadata_device_of_unknown_field_only": bytes.fromhex("0a050a03800100"),
@@ -767,14 +850,21 @@ BINARY_CASES = {
     # be bytes with an 0x81 (not UTF-8), on which protobuf's StepStats parse fails: the kind
     # guessed must be RunMetadata, or the UTF-8 error of the wrong reading is reported.
     "runmetadata_whose_stepstats_reading_has_a_bad_string": bytes.fromhex(
-        "0a0208000a0b0a091a030881000800100008001000"),
+        "0a0208000a0b0a091a030881000800100008001000"
+    ),
     # Fields out of protobuf's order: function_graphs { post, pre, partition } before the top-level
     # partition_graphs. graph_index follows protobuf's order: top-level partition graphs, then
     # per function_graphs its partition graphs, pre-, post-optimization graph.
     "graphs_out_of_field_order": (
         b"\x22\x15"
-        + b"\x1a\x05" + _node("c") + b"\x12\x05" + _node("b") + b"\x0a\x05" + _node("p")
-        + b"\x1a\x05" + _node("a")
+        + b"\x1a\x05"
+        + _node("c")
+        + b"\x12\x05"
+        + _node("b")
+        + b"\x0a\x05"
+        + _node("p")
+        + b"\x1a\x05"
+        + _node("a")
     ),
 }
 
@@ -947,17 +1037,19 @@ TEXT_REJECTS = {
     "int64_too_big": "dev_stats { node_stats { all_start_micros: 9223372036854775808 } }",
     "int64_too_small": "dev_stats { node_stats { all_start_micros: -9223372036854775809 } }",
     "uint64_negative": "dev_stats { node_stats { output { tensor_description { "
-                       "allocation_description { ptr: -1 } } } } }",
+    "allocation_description { ptr: -1 } } } } }",
     "uint64_too_big": "dev_stats { node_stats { output { tensor_description { "
-                      "allocation_description { ptr: 18446744073709551616 } } } } }",
-    "thread_names_key_negative": "dev_stats { thread_names { key: -1 value: \"x\" } }",
+    "allocation_description { ptr: 18446744073709551616 } } } } }",
+    "thread_names_key_negative": 'dev_stats { thread_names { key: -1 value: "x" } }',
     "unterminated_string": 'dev_stats { node_stats { node_name: "a } }',
     "raw_newline_in_string": 'dev_stats { device: "a\nb" }',
     "unclosed_brace": "dev_stats { node_stats { }",
     "mismatched_brackets": "dev_stats { node_stats < } >",
     "extra_closer": "dev_stats { } }",
-    "unknown_enum_name": "dev_stats { node_stats { output { tensor_description { dtype: DT_NOPE } } } }",
-    "bad_bool": "dev_stats { node_stats { output { tensor_description { shape { unknown_rank: 2 } } } } }",
+    "unknown_enum_name": "dev_stats { node_stats { output { tensor_description "
+    "{ dtype: DT_NOPE } } } }",
+    "bad_bool": "dev_stats { node_stats { output { tensor_description "
+    "{ shape { unknown_rank: 2 } } } } }",
     "float_for_int": "dev_stats { node_stats { all_start_micros: 1.5 } }",
     "string_for_int": 'dev_stats { node_stats { all_start_micros: "5" } }',
     "int_for_string": "dev_stats { device: 5 }",
@@ -994,7 +1086,9 @@ def test_empty_inputs_rejected(tmp_path, content):
     (b"#$\n\n#$#$#$#$#$", "empty input"),  # 6 unknown fields
     (b"x \n\n          ", "expected ':' or '{' after field 'x'"),  # broken text
 ])
-def test_auto_keeps_the_text_error_when_the_wire_reading_has_unknown_fields(tmp_path, content, error):
+def test_auto_keeps_the_text_error_when_the_wire_reading_has_unknown_fields(
+    tmp_path, content, error
+):
     # These bytes are taken for text and fail as text; they also decode as wire format, but
     # with unknown fields, which no dump TensorFlow writes has: the text error is reported.
     path = tmp_path / "blank.pbtxt"

@@ -16,8 +16,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+
 import tracecore
-from tracecore import export
+from tracecore import chrome, export
 
 HERE = Path(__file__).resolve().parent
 SEED0 = HERE / "data" / "seed000_stepstats.pbtxt"
@@ -570,7 +571,9 @@ def test_chrome_trace_seed_one_x_per_record_and_a_counter_series_per_allocator(
     assert sorted(series) == ["GPU_0_bfc", "cpu", "cpu_pool", "cuda_host_bfc"]
     for allocator, points in series.items():
         rows = timeline.filter(pc.equal(timeline["allocator"].cast(pa.string()), allocator))
-        assert points == list(zip(rows["time_ns"].to_pylist(), rows["bytes_in_use"].to_pylist()))
+        assert points == list(
+            zip(rows["time_ns"].to_pylist(), rows["bytes_in_use"].to_pylist(), strict=True)
+        )
     assert max(v for _, v in series["GPU_0_bfc"]) == 66359808
 
 
@@ -599,15 +602,15 @@ def test_chrome_trace_is_written_in_chunks(tmp_path: Path) -> None:
     events = export.chrome_trace_events(t, batch_rows=500)
     assert iter(events) is events  # a generator: events are produced as they are written
     sink = Recorder()
-    export._write_json_events(sink, events, chunk=1000)  # type: ignore[arg-type]
+    chrome._write_json_events(sink, events, chunk=1000)  # type: ignore[arg-type]
     doc = json.loads(bytes(sink.data))
     assert len(doc["traceEvents"]) == 2087 + 1354 + 2 * 7 + 2
     assert len(sink.writes) >= 4
 
 
 def test_chrome_timestamps_keep_nanoseconds() -> None:
-    assert export._us(1532145303703500123) == "1532145303703500.123"
-    assert export._us(2500) == "2.500"
-    assert export._us(7) == "0.007"
-    assert export._us(-1500) == "-1.500"
-    assert re.fullmatch(r"\d+\.\d{3}", export._us(0))
+    assert chrome._us(1532145303703500123) == "1532145303703500.123"
+    assert chrome._us(2500) == "2.500"
+    assert chrome._us(7) == "0.007"
+    assert chrome._us(-1500) == "-1.500"
+    assert re.fullmatch(r"\d+\.\d{3}", chrome._us(0))

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 tracecore = pytest.importorskip("tracecore")
-from tracecore import TraceFormatError
-from tracecore.listing import format_shape, read_listing
-from tracecore.names import classify_name, forward_prefixes
+from tracecore import TraceFormatError  # noqa: E402 - after the importorskip
+from tracecore.listing import format_shape, read_listing  # noqa: E402
+from tracecore.names import classify_name, forward_prefixes  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -151,7 +151,9 @@ def test_event_columns_match_reference(path):
     ev = t.events
     assert ev.schema.field("forward_scope").type == DICT
     assert ev.schema.field("phase").type == DICT
-    got = list(zip(ev.column("forward_scope").to_pylist(), ev.column("phase").to_pylist()))
+    got = list(
+        zip(ev.column("forward_scope").to_pylist(), ev.column("phase").to_pylist(), strict=True)
+    )
     assert got == _reference(ev)
 
 
@@ -182,7 +184,7 @@ def test_seed000_gradients_map_to_forward_rnn_ops(t0):
         "Train/Model/RNN/strided_slice_6",
     }
     # every forward_scope names a forward op that ran in the step
-    forward_ops = {n.split(":")[0] for n, p in zip(names, phase) if p == "forward"}
+    forward_ops = {n.split(":")[0] for n, p in zip(names, phase, strict=True) if p == "forward"}
     assert {f for f in fs if f is not None} <= forward_ops
 
 
@@ -197,7 +199,7 @@ def test_seed000_phase_split(t0):
         m = phase == p
         kern = m & (dev == 4)  # /device:GPU:0/stream:all
         figures[p] = (int(m.sum()), int((end - start)[m].sum()),
-                      _union(zip(start[m], end[m])), int(kern.sum()),
+                      _union(zip(start[m], end[m], strict=True)), int(kern.sum()),
                       int((end - start)[kern].sum()))
     # (events, total_ns, busy_ns over all records, GPU kernels, GPU kernel ns): docs/names.md
     assert figures == {
@@ -258,7 +260,7 @@ def test_scopes_against_brute_force(t0, depth, by):
     end = ev.column("end_ns").to_pylist()
     nbytes = {}
     for eid, b in zip(t0.tensors.column("event_id").to_pylist(),
-                      t0.tensors.column("requested_bytes").to_pylist()):
+                      t0.tensors.column("requested_bytes").to_pylist(), strict=True):
         nbytes[eid] = nbytes.get(eid, 0) + b
     groups = {}
     for i, n in enumerate(names):
@@ -294,7 +296,8 @@ def test_scopes_arguments(t0):
 
 
 def _stepstats(records, device="/job:localhost/replica:0/task:0/device:GPU:0"):
-    """A StepStats text: records are (name, start_us, dur_us, label, [(slot, dtype, dims, bytes)])."""
+    """A StepStats text: records are (name, start_us, dur_us, label,
+    [(slot, dtype, dims, bytes)])."""
     out = [f'dev_stats {{\n  device: "{device}"\n']
     for name, start, dur, label, outputs in records:
         out.append(f'  node_stats {{\n    node_name: "{name}"\n    all_start_micros: {start}\n'
@@ -425,7 +428,13 @@ def test_read_seed004_name_listing(seed4):
 def test_name_listing_matches_reference(seed4):
     names = seed4.column("name").to_pylist()
     known = forward_prefixes(names)
-    got = list(zip(seed4.column("forward_scope").to_pylist(), seed4.column("phase").to_pylist()))
+    got = list(
+        zip(
+            seed4.column("forward_scope").to_pylist(),
+            seed4.column("phase").to_pylist(),
+            strict=True,
+        )
+    )
     assert got == [classify_name(n, known) for n in names]
 
 
@@ -485,13 +494,13 @@ def test_seed001_shape_listing_agrees_with_tensors(t1, tmp_path):
     tens = t1.tensors.to_pydict()
     shapes = {}
     for eid, slot, dtype, shape, unk in zip(tens["event_id"], tens["slot"], tens["dtype"],
-                                            tens["shape"], tens["unknown_rank"]):
+                                            tens["shape"], tens["unknown_rank"], strict=True):
         shapes.setdefault(ev["node_name"][eid], {})[slot] = format_shape(dtype, shape, unk)
     by_name = {}  # name -> its lines, in event order (_SOURCE runs on both devices)
     for line in lines:
         by_name.setdefault(line.split(", ")[0], []).append(line.split(", "))
     checked = unknown = 0
-    for name, label, dev in zip(ev["node_name"], ev["timeline_label"], ev["device"]):
+    for name, label, dev in zip(ev["node_name"], ev["timeline_label"], ev["device"], strict=True):
         fields = by_name[name].pop(0)
         assert fields[-2:] == ["GPU" if "GPU" in dev else "CPU", "0"]
         outs = shapes.get(name, {})
@@ -502,7 +511,7 @@ def test_seed001_shape_listing_agrees_with_tensors(t1, tmp_path):
             assert fields[1:-3] == ["(1)"]
             continue
         assert len(fields[1:-3]) == len(args)
-        for arg, field in zip(args, fields[1:-3]):
+        for arg, field in zip(args, fields[1:-3], strict=True):
             if arg.startswith("^"):
                 assert field == arg
                 continue

@@ -98,6 +98,7 @@ def seed001():
 def binary_seeds(tmp_path_factory):
     """Binary (SerializeToString) forms of seeds 000 and 001, made with protobuf."""
     from google.protobuf import text_format
+
     from tfproto import RunMetadata, StepStats
 
     out = tmp_path_factory.mktemp("binary")
@@ -366,6 +367,29 @@ def test_tables_are_stable_across_accesses():
     assert t.devices.equals(t.table("devices"))
 
 
+def test_every_table_the_core_lists_is_an_attribute(monkeypatch):
+    """New importers add tables (event_stats, counters, ...): each is t.table(name) and
+    t.<name> with no edit of the Trace class."""
+    from tracecore import _core
+    from tracecore.trace import Trace
+    from tracecore.traceinfo import TraceInfo
+
+    t = tracecore.open(SEED001)
+    for name in _core.TABLE_NAMES:
+        assert name in dir(t)
+        if name != "events":  # the events property adds the name columns
+            assert getattr(t, name) is t.table(name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        t.nope  # noqa: B018
+    assert not hasattr(t, "_private_nope")
+
+    monkeypatch.setattr(_core, "TABLE_NAMES", [*_core.TABLE_NAMES, "links"])
+    links = pa.table({"src": [1], "dst": [2]})
+    stored = Trace(TraceInfo("StepStats", "text", 0, {}), tables={"links": links})
+    assert stored.links is links and stored.table("links") is links
+    assert "links" in stored.table_names and "links" in dir(stored)
+
+
 # --------------------------------------------------------------------------------------------
 # repr, stats
 # --------------------------------------------------------------------------------------------
@@ -418,7 +442,9 @@ def test_files_that_are_no_trace_say_so(tmp_path):
     with pytest.raises(tracecore.TraceFormatError) as info:
         tracecore.open(SEED001, format="binary")
     assert info.value.offset is not None
-    assert str(info.value).endswith("(the file looks like text, not a binary dump: use format 'text' or 'auto')")
+    assert str(info.value).endswith(
+        "(the file looks like text, not a binary dump: use format 'text' or 'auto')"
+    )
     # A binary dump that fails is not re-explained.
     bad = tmp_path / "bad.pb"
     bad.write_bytes(b"\x0a\x05\x0a\x03abc\x12")  # truncated: a key with no value
@@ -461,7 +487,7 @@ def test_schema_is_exactly_the_contract(name, seed000, seed001):
                                                              pa.field("phase", DICT)])
             schema = table.schema
             assert schema.names == want_schema.names, (name, how)
-            for got, want in zip(schema, want_schema):
+            for got, want in zip(schema, want_schema, strict=True):
                 assert got.type == want.type, (name, how, got.name, got.type, want.type)
             assert schema.equals(want_schema), (name, how, schema)
 
@@ -506,15 +532,19 @@ def test_dictionary_columns_decode(seed000):
     # event_id is 0..n-1 and device_index/device agree with the devices table
     assert ev.column("event_id").to_pylist() == list(range(2087))
     dev_of_index = dict(zip(seed000.devices["device_index"].to_pylist(),
-                            seed000.devices["device"].to_pylist()))
-    for di, d in zip(ev.column("device_index").to_pylist(), ev.column("device").to_pylist()):
+                            seed000.devices["device"].to_pylist(), strict=True))
+    for di, d in zip(
+        ev.column("device_index").to_pylist(), ev.column("device").to_pylist(), strict=True
+    ):
         assert dev_of_index[di] == d
 
 
 def test_devices_of_seed000(seed000):
     d = seed000.devices
     assert d["device_index"].to_pylist() == list(range(7))
-    got = list(zip(d["device"].to_pylist(), d["kind"].to_pylist(), d["n_events"].to_pylist()))
+    got = list(
+        zip(d["device"].to_pylist(), d["kind"].to_pylist(), d["n_events"].to_pylist(), strict=True)
+    )
     assert got == SEED000_DEVICES
     assert sum(n for _, _, n in SEED000_DEVICES) == 2087
 
@@ -524,7 +554,7 @@ def test_op_derivation_examples(seed000):
     names = ev.column("node_name").to_pylist()
     ops = ev.column("op").to_pylist()
     by_name = {}
-    for n, o in zip(names, ops):
+    for n, o in zip(names, ops, strict=True):
         by_name.setdefault(n, o)
     assert by_name["_SOURCE"] == "NoOp"  # from the label "_SOURCE = NoOp()"
     assert by_name["Train/TrainInput/input_producer"] == "FIFOQueueV2"

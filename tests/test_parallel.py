@@ -68,8 +68,9 @@ def test_text_runmetadata_parallel_is_identical(runmetadata_text):
 
 
 def test_binary_parallel_is_identical(tmp_path, stepstats_text):
-    from tfproto import RunMetadata, StepStats
     from google.protobuf import text_format
+
+    from tfproto import RunMetadata, StepStats
 
     msg = text_format.Parse((DATA / "seed000_stepstats.pbtxt").read_text(), StepStats())
     path = tmp_path / "steps.pb"
@@ -99,8 +100,9 @@ def test_room_calibrated_on_a_changing_dump_matches_the_oracle(tmp_path):
     room with rows already in them (fuzz/column_room_check.cc checks the room itself). Every
     column equals the oracle's; two threads (whose first chunk measures too) give the same
     tables."""
-    import oracle
     from google.protobuf import text_format
+
+    import oracle
     from tfproto import StepStats
 
     full = text_format.Parse((DATA / "seed000_stepstats.pbtxt").read_text(), StepStats())
@@ -158,7 +160,9 @@ def test_parallel_error_is_the_sequential_error(tmp_path, stepstats_text):
 
 
 @pytest.mark.big
-@pytest.mark.skipif(os.environ.get("TRACECORE_BIG_TESTS") != "1", reason="set TRACECORE_BIG_TESTS=1")
+@pytest.mark.skipif(
+    os.environ.get("TRACECORE_BIG_TESTS") != "1", reason="set TRACECORE_BIG_TESTS=1"
+)
 def test_open_dump_over_1gb(tmp_path):
     sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
     from make_trace import make_text
@@ -191,7 +195,9 @@ print(len(t), status("VmHWM:") - base)
 
 
 @pytest.mark.big
-@pytest.mark.skipif(os.environ.get("TRACECORE_BIG_TESTS") != "1", reason="set TRACECORE_BIG_TESTS=1")
+@pytest.mark.skipif(
+    os.environ.get("TRACECORE_BIG_TESTS") != "1", reason="set TRACECORE_BIG_TESTS=1"
+)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_binary_open_does_not_map_the_whole_file_first(tmp_path):
     """The walks that find a binary dump's kind and split it read one header every few KB; the
@@ -211,4 +217,6 @@ def test_binary_open_does_not_map_the_whole_file_first(tmp_path):
                              capture_output=True, text=True, check=True)
         events, grew = map(int, out.stdout.split())
         assert events == info.events
-        assert grew < 0.88 * size, f"threads={threads}: peak RSS grew by {grew / size:.2f}x the file"
+        assert grew < 0.88 * size, (
+            f"threads={threads}: peak RSS grew by {grew / size:.2f}x the file"
+        )

@@ -8,6 +8,7 @@ timeline.py model of tests/tf_timeline_model.py for source="tensors".
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -35,10 +36,8 @@ tracecore = pytest.importorskip("tracecore")
 # aborts the session. Import it once here, warnings silenced, so failures are reported normally.
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    try:
+    with contextlib.suppress(Exception):  # an optional dependency (libcst) may be missing
         import hypothesis.extra._patching  # noqa: F401
-    except Exception:  # pragma: no cover - optional dependency (libcst) missing
-        pass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED0 = os.path.join(HERE, "data", "seed000_stepstats.pbtxt")
@@ -97,7 +96,7 @@ class Case:
 
     @property
     def ops(self):
-        return [derive_op(lb, nn) for lb, nn in zip(self.labels, self.node_names)]
+        return [derive_op(lb, nn) for lb, nn in zip(self.labels, self.node_names, strict=True)]
 
     def open(self):
         _counter[0] += 1
@@ -129,7 +128,9 @@ def cases(draw, *, offsets=OFFSETS, scales=(1, 3, 1000, 1500), max_blocks=4, max
         ds = msg.dev_stats.add()
         ds.device = dname
         for _ in range(draw(st.integers(0, max_events))):
-            modes = ["fresh", "fresh", "same", "touch", "zero"] + (["corrupt"] * 2 if corrupt else [])
+            modes = ["fresh", "fresh", "same", "touch", "zero"] + (
+                ["corrupt"] * 2 if corrupt else []
+            )
             mode = draw(st.sampled_from(modes))
             if mode == "same" and c.starts:
                 j = draw(st.integers(0, len(c.starts) - 1))
@@ -150,10 +151,7 @@ def cases(draw, *, offsets=OFFSETS, scales=(1, 3, 1000, 1500), max_blocks=4, max
             ns = ds.node_stats.add()
             ns.all_start_nanos = start
             ns.all_end_rel_nanos = end - start
-            if tensors:
-                base = draw(st.sampled_from(TENSOR_NAMES))
-            else:
-                base = f"n{draw(st.integers(0, 4))}"
+            base = draw(st.sampled_from(TENSOR_NAMES)) if tensors else f"n{draw(st.integers(0, 4))}"
             k = draw(st.integers(0, 3))
             if kind in ("stream", "stream_all", "memcpy"):
                 name = f"{base}:Op{k}"
@@ -240,7 +238,10 @@ def check_schema(table, spec):
     assert table.column_names == names, (table.column_names, names)
     for name, ty in spec:
         if ty is not None:
-            assert TYPE_CHECKS[ty](table.schema.field(name).type), (name, table.schema.field(name).type)
+            assert TYPE_CHECKS[ty](table.schema.field(name).type), (
+                name,
+                table.schema.field(name).type,
+            )
 
 
 def rows(table, columns=None):
@@ -274,7 +275,7 @@ OPSTATS_SPEC = [("key", "string"), ("n_events", "int64"), ("total_ns", "int64"),
 def as_triples(table):
     check_schema(table, OVERLAPS_SPEC)
     return list(zip(table.column("left").to_pylist(), table.column("right").to_pylist(),
-                    table.column("overlap_ns").to_pylist()))
+                    table.column("overlap_ns").to_pylist(), strict=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,7 +497,9 @@ def _check_op_stats(c, t, by, include_empty_devices=True):
             # mean of an empty group (by="device", block without events) and share with a zero
             # overall span are undefined in the contract: accept 0.0 or NaN there
             if e["mean_ns"] is None:
-                ok = ok and (g["mean_ns"] == 0.0 or g["mean_ns"] is None or math.isnan(g["mean_ns"]))
+                ok = ok and (
+                    g["mean_ns"] == 0.0 or g["mean_ns"] is None or math.isnan(g["mean_ns"])
+                )
             else:
                 ok = ok and g["mean_ns"] == e["mean_ns"]
             if e["share"] is None:
@@ -746,7 +749,7 @@ def test_seed_op_stats(seeds, by):
              labels=ev.column("timeline_label").to_pylist(),
              devices=list(zip(t.devices.column("device_index").to_pylist(),
                               t.devices.column("device").to_pylist(),
-                              t.devices.column("kind").to_pylist())))
+                              t.devices.column("kind").to_pylist(), strict=True)))
     _check_op_stats(c, t, by)
 
 
@@ -759,7 +762,7 @@ def test_seed_occupancy(seeds):
     dev = ev.column("device_index").to_pylist()
     devices = list(zip(t.devices.column("device_index").to_pylist(),
                        t.devices.column("device").to_pylist(),
-                       t.devices.column("kind").to_pylist()))
+                       t.devices.column("kind").to_pylist(), strict=True))
     assert rows(t.occupancy()) == qo.occupancy(starts, ends, dev, devices)
 
 
@@ -789,7 +792,9 @@ def test_query_arguments_are_checked(seeds):
     # An allocator the trace does not have is a KeyError naming those it has, in both replays
     # (it used to give empty tables), and a list is a TypeError.
     for source in ("records", "tensors"):
-        with pytest.raises(KeyError, match=f"no allocator 'nosuch' in the {source}; allocators: .*GPU_0_bfc"):
+        with pytest.raises(
+            KeyError, match=f"no allocator 'nosuch' in the {source}; allocators: .*GPU_0_bfc"
+        ):
             t.replay(source=source, allocator="nosuch")
         with pytest.raises(TypeError, match="allocator must be a str or None"):
             t.replay(source=source, allocator=["cpu"])

@@ -6,6 +6,7 @@ zero-length and identical intervals, an empty block."""
 from __future__ import annotations
 
 import pytest
+
 import tracecore
 
 np = pytest.importorskip("numpy")
@@ -55,7 +56,7 @@ def blocks_trace(tmp_path_factory):
             starts[:3] = starts[3]  # identical intervals
             durs[:3] = durs[3]
         parts.append(f'dev_stats {{ device: "/device:GPU:0/stream:{b}"\n')
-        for s, d in zip(starts.tolist(), durs.tolist()):
+        for s, d in zip(starts.tolist(), durs.tolist(), strict=True):
             parts.append(f"node_stats {{ node_name: \"n\" all_start_nanos: {s} "
                          f"op_end_rel_nanos: {d} all_end_rel_nanos: {d} }}\n")
         parts.append("}\n")
@@ -71,7 +72,7 @@ def test_occupancy_parallel_path_matches_numpy(blocks_trace):
     occ = t.occupancy().to_pylist()
     assert [r["n_events"] for r in occ] == SIZES
     assert [r["device_index"] for r in occ] == list(range(len(SIZES)))
-    for row, (starts, ends) in zip(occ, blocks):
+    for row, (starts, ends) in zip(occ, blocks, strict=True):
         busy, span, conc, gaps = _numpy_occupancy(starts, ends)
         assert (row["busy_ns"], row["span_ns"], row["max_concurrency"], row["idle_gaps"]) == (
             busy, span, conc, gaps), row["device_index"]

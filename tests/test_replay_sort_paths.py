@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 import tracecore
 
 M = 9223372036854775  # largest alloc_micros whose nanoseconds fit in int64
@@ -50,8 +51,15 @@ def test_records_replay_matches_brute_force(tmp_path, case, n):
     path.write_text("\n".join(lines))
     t = tracecore.open(path)
     r = t.replay(source="records")
-    got = list(zip(*(r.timeline.column(c).to_pylist()
-                     for c in ("allocator", "time_ns", "delta_bytes", "bytes_in_use"))))
+    got = list(
+        zip(
+            *(
+                r.timeline.column(c).to_pylist()
+                for c in ("allocator", "time_ns", "delta_bytes", "bytes_in_use")
+            ),
+            strict=True,
+        )
+    )
     assert got == _brute_force(recs)
     assert sum(r.peaks.column("n_changes").to_pylist()) == n
 
@@ -68,7 +76,9 @@ def test_records_replay_parallel_path_matches_numpy(tmp_path):
     size = rng.integers(1, 1 << 20, n_events)
     names = ("gpu_a", "gpu_b", "host")
     parts = ['dev_stats { device: "/d"\n']
-    for a, s, d, b in zip(alloc.tolist(), start_us.tolist(), dur_us.tolist(), size.tolist()):
+    for a, s, d, b in zip(
+        alloc.tolist(), start_us.tolist(), dur_us.tolist(), size.tolist(), strict=True
+    ):
         parts.append(
             f'node_stats {{ all_start_micros: {s} memory {{ allocator_name: "{names[a]}" '
             f"allocation_records {{ alloc_micros: {s} alloc_bytes: {b} }} "

@@ -33,6 +33,7 @@ Children are this file run as a script: ``python tests/test_robustness.py MODE A
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import gzip
 import json
@@ -86,7 +87,11 @@ def _seeds() -> list[tuple[str, bytes]]:
     rng = random.Random(7)
     for i in range(6):
         kind = "StepStats" if i % 2 == 0 else "RunMetadata"
-        tree = mc.synth_stepstats(rng, False) if kind == "StepStats" else mc.synth_runmetadata(rng, False)
+        tree = (
+            mc.synth_stepstats(rng, False)
+            if kind == "StepStats"
+            else mc.synth_runmetadata(rng, False)
+        )
         seeds.append(("text", mc.render(tree, kind).encode()))
         seeds.append(("binary", mc.encode(tree, kind, rng)))
     head = (DATA / "seed000_stepstats.pbtxt").read_bytes()[:6000]
@@ -190,26 +195,47 @@ def _mutate(rng: random.Random, kind: str, data: bytes, seeds: list, how: str) -
                     run = b"\x0a" + _varint(len(run)) + run
             at = rng.choice([0, len(b), rng.randrange(len(b) + 1)])
             return bytes(b[:at] + run + b[at:])
-        opener = rng.choice([b"x { ", b"node_stats { ", b"dev_stats { ", b"shape { dim { ", b"x: [", b"x < "])
-        closer = {b"x { ": b"} ", b"node_stats { ": b"} ", b"dev_stats { ": b"} ", b"shape { dim { ": b"} } ",
-                  b"x: [": b"] ", b"x < ": b"> "}[opener]
+        opener = rng.choice(
+            [b"x { ", b"node_stats { ", b"dev_stats { ", b"shape { dim { ", b"x: [", b"x < "]
+        )
+        closer = {
+            b"x { ": b"} ",
+            b"node_stats { ": b"} ",
+            b"dev_stats { ": b"} ",
+            b"shape { dim { ": b"} } ",
+            b"x: [": b"] ",
+            b"x < ": b"> ",
+        }[opener]
         lines = [i + 1 for i, c in enumerate(b) if c == 0x0A] or [0]
         at = rng.choice(lines)
-        return bytes(b[:at] + opener * depth + closer * (depth if rng.random() < 0.8 else depth // 2) + b[at:])
+        return bytes(
+            b[:at]
+            + opener * depth
+            + closer * (depth if rng.random() < 0.8 else depth // 2)
+            + b[at:]
+        )
     if how == "huge_length":
         if kind == "binary":
             positions = _length_positions(bytes(b))
             if positions:
                 at, size, n = rng.choice(positions)
-                huge = rng.choice([n + 1, n + 1000, 1 << 31, (1 << 32) - 1, 1 << 32, 1 << 63, (1 << 64) - 1])
+                huge = rng.choice(
+                    [n + 1, n + 1000, 1 << 31, (1 << 32) - 1, 1 << 32, 1 << 63, (1 << 64) - 1]
+                )
                 return bytes(b[:at] + _varint(huge) + b[at + size:])
             return bytes(b + b"\x0a" + _varint(1 << 62))
         # Text: an enormous string literal or identifier.
         size = rng.choice([70_000, 1 << 20])
         lines = [i + 1 for i, c in enumerate(b) if c == 0x0A] or [0]
         at = rng.choice(lines)
-        piece = rng.choice([b'node_name: "' + b"a" * size + b'"\n', b"x" * size + b": 1\n",
-                            b'device: "' + b"\\\\" * (size // 2) + b'"\n', b'label: "' + b"\\377" * 1000 + b'\n'])
+        piece = rng.choice(
+            [
+                b'node_name: "' + b"a" * size + b'"\n',
+                b"x" * size + b": 1\n",
+                b'device: "' + b"\\\\" * (size // 2) + b'"\n',
+                b'label: "' + b"\\377" * 1000 + b"\n",
+            ]
+        )
         return bytes(b[:at] + piece + b[at:])
     if how == "huge_number":
         numbers = [b"9223372036854775807", b"-9223372036854775808", b"9223372036854775808",
@@ -219,8 +245,15 @@ def _mutate(rng: random.Random, kind: str, data: bytes, seeds: list, how: str) -
         if kind == "binary":
             for _ in range(rng.randint(1, 4)):
                 at = rng.randrange(len(b) + 1)
-                b[at:at + 1] = rng.choice([_varint(INT64_MAX), _varint(1 << 63), _varint((1 << 64) - 1),
-                                           b"\xff" * 10 + b"\x01", b"\x80" * 11])
+                b[at : at + 1] = rng.choice(
+                    [
+                        _varint(INT64_MAX),
+                        _varint(1 << 63),
+                        _varint((1 << 64) - 1),
+                        b"\xff" * 10 + b"\x01",
+                        b"\x80" * 11,
+                    ]
+                )
             return bytes(b)
         digits = [i for i, c in enumerate(b) if 0x30 <= c <= 0x39]
         for _ in range(rng.randint(1, 3)):
@@ -312,7 +345,10 @@ def _open_case(case: dict, workdir: str) -> dict:
     except tracecore.TraceFormatError as e:
         return {"outcome": "TraceFormatError", "detail": str(e)[:200]}
     except Exception as e:  # noqa: BLE001 - any other type is the finding
-        return {"outcome": "unexpected", "detail": f"{type(e).__module__}.{type(e).__name__}: {e}"[:500]}
+        return {
+            "outcome": "unexpected",
+            "detail": f"{type(e).__module__}.{type(e).__name__}: {e}"[:500],
+        }
     finally:
         os.unlink(path)
 
@@ -339,8 +375,12 @@ def _run_batch(cases: list[dict], timeout: float) -> tuple[dict[int, dict], int 
     with tempfile.TemporaryDirectory(prefix="tc_batch_") as d:
         job = Path(d) / "job.json"
         job.write_text(json.dumps(cases))
-        proc = subprocess.Popen([sys.executable, __file__, "cases", str(job)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "cases", str(job)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             out, err = proc.communicate(timeout=timeout)
             rc: int | None = proc.returncode
@@ -414,19 +454,27 @@ def test_mutated_seeds_only_raise_trace_format_error(tmp_path):
     cases = _cases(FUZZ_CASES)
     t0 = time.monotonic()
     results, failures = run_cases(cases, tmp_path / "crashers")
-    unexpected = [f"case {i} ({cases[i]['how']} of a {cases[i]['kind']} seed, format={cases[i]['format']}): "
-                  f"{r.get('detail')}" for i, r in sorted(results.items()) if r["outcome"] == "unexpected"]
+    unexpected = [
+        f"case {i} ({cases[i]['how']} of a {cases[i]['kind']} seed, format={cases[i]['format']}): "
+        f"{r.get('detail')}"
+        for i, r in sorted(results.items())
+        if r["outcome"] == "unexpected"
+    ]
     for i, r in results.items():
         if r["outcome"] == "unexpected":
             (tmp_path / "unexpected").mkdir(exist_ok=True)
-            (tmp_path / "unexpected" / f"case{i:04d}.bin").write_bytes(base64.b64decode(cases[i]["data"]))
+            (tmp_path / "unexpected" / f"case{i:04d}.bin").write_bytes(
+                base64.b64decode(cases[i]["data"])
+            )
     outcomes: dict[str, int] = {}
     for r in results.values():
         outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
     print(f"{len(cases)} mutated inputs in {time.monotonic() - t0:.1f}s: {outcomes}")
     assert len(results) == len(cases)
     assert not failures, "crashes/hangs:\n  " + "\n  ".join(failures)
-    assert not unexpected, "exceptions other than TraceFormatError:\n  " + "\n  ".join(unexpected[:20])
+    assert not unexpected, "exceptions other than TraceFormatError:\n  " + "\n  ".join(
+        unexpected[:20]
+    )
     # The mutations must not all be trivially rejected: some inputs still parse.
     assert outcomes.get("ok", 0) > 0 or len(cases) < 20
 
@@ -453,7 +501,12 @@ BIG_EDITS = [b"}", b"{", b"\n}\n", b"\ndev_stats {\n", b"\n  node_stats {\n", b'
              b"\n  device: \"x\"\n", b"<", b"\\"]
 
 
-BIG_BASES = ["small_stepstats.pbtxt", "small_stepstats.pb", "small_runmetadata.pbtxt", "small_runmetadata.pb"]
+BIG_BASES = [
+    "small_stepstats.pbtxt",
+    "small_stepstats.pb",
+    "small_runmetadata.pbtxt",
+    "small_runmetadata.pb",
+]
 
 
 def _big_unit(base: str) -> bytes:
@@ -475,7 +528,11 @@ def _big_cases(count: int, seed: int = FUZZ_SEED) -> list[dict]:
         for _ in range(rng.randint(0, 3)):
             chunks = rng.choice([2, 3, 4])
             near = (reps * len(unit)) * rng.randint(1, chunks - 1) // chunks
-            pos = max(0, near + rng.randint(-70_000, 70_000)) if rng.random() < 0.8 else rng.randrange(reps * len(unit))
+            pos = (
+                max(0, near + rng.randint(-70_000, 70_000))
+                if rng.random() < 0.8
+                else rng.randrange(reps * len(unit))
+            )
             if binary or rng.random() < 0.3:
                 edits.append((pos, "flip", rng.randrange(256)))
             else:
@@ -522,12 +579,16 @@ def _child_big(job_path: str) -> int:
         if "unexpected" in (o1, o4):
             report["problems"].append(f"unexpected exception: {v1 if o1 == 'unexpected' else v4}")
         elif o1 != o4:
-            report["problems"].append(f"threads=1 -> {o1} ({v1 if o1 != 'ok' else 'parsed'}), threads=4 -> "
-                                      f"{o4} ({v4 if o4 != 'ok' else 'parsed'})")
+            report["problems"].append(
+                f"threads=1 -> {o1} ({v1 if o1 != 'ok' else 'parsed'}), threads=4 -> "
+                f"{o4} ({v4 if o4 != 'ok' else 'parsed'})"
+            )
         elif o1 == "ok":
             for name in v1.table_names:
                 if not v1.table(name).equals(v4.table(name)):
-                    report["problems"].append(f"table {name} differs between threads=1 and threads=4")
+                    report["problems"].append(
+                        f"table {name} differs between threads=1 and threads=4"
+                    )
         sys.stdout.write(json.dumps(report) + "\n")
         sys.stdout.flush()
         del results, v1, v4
@@ -540,15 +601,21 @@ def test_parallel_parse_agrees_with_sequential_on_mutated_big_dumps(tmp_path):
     cases = _big_cases(max(4, FUZZ_CASES // 50))
     job = tmp_path / "big.json"
     job.write_text(json.dumps(cases))
-    proc = subprocess.run([sys.executable, __file__, "big", str(job)], capture_output=True, text=True,
-                          timeout=120 + 20 * len(cases))
+    proc = subprocess.run(
+        [sys.executable, __file__, "big", str(job)],
+        capture_output=True,
+        text=True,
+        timeout=120 + 20 * len(cases),
+    )
     reports = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0:
         culprit = cases[len(reports)]
         path = tmp_path / f"big_case{culprit['i']}.dump"
         path.write_bytes(_big_bytes(culprit))
-        raise AssertionError(f"child died ({_describe_rc(proc.returncode)}) on big case {culprit}; input "
-                             f"saved to {path}\n{proc.stderr[-2000:]}")
+        raise AssertionError(
+            f"child died ({_describe_rc(proc.returncode)}) on big case {culprit}; input "
+            f"saved to {path}\n{proc.stderr[-2000:]}"
+        )
     problems = []
     for r in reports:
         if r["problems"]:
@@ -572,7 +639,12 @@ def _operations(t) -> dict:
     starts = ev["start_ns"].to_pylist()
     ends = ev["end_ns"].to_pylist()
     lo, hi = min(starts), max(ends)
-    windows = [(lo, hi), (lo, lo + (hi - lo) // 3), ((lo + hi) // 2, (lo + hi) // 2 + 1000), (hi, hi + 1)]
+    windows = [
+        (lo, hi),
+        (lo, lo + (hi - lo) // 3),
+        ((lo + hi) // 2, (lo + hi) // 2 + 1000),
+        (hi, hi + 1),
+    ]
     ops = {
         "events": lambda: t.events,
         "tensors": lambda: t.tensors,
@@ -606,7 +678,7 @@ def test_concurrent_queries_match_sequential():
         names = sorted(ops) * 4
         random.Random(3).shuffle(names)
         with ThreadPoolExecutor(max_workers=8) as pool:
-            got = list(pool.map(lambda n: (n, ops[n]()), names))
+            got = list(pool.map(lambda n, ops=ops: (n, ops[n]()), names))
         bad = sorted({n for n, value in got if not _same(value, reference[n])})
         assert not bad, f"{seed}: results differ from the sequential run under 8 threads: {bad}"
 
@@ -654,7 +726,7 @@ def _child_truncate(kind: str, iterations: str) -> int:
     parse_s = time.perf_counter() - t0
     rng = random.Random(11)
     outcomes = {"ok": 0, "TraceFormatError": 0}
-    for k in range(int(iterations)):
+    for _ in range(int(iterations)):
         Path(target).write_bytes(data)
         delay = rng.uniform(0, parse_s * 1.2)
         new_size = rng.choice([0, 1, 4095, 4096, len(data) // 3, len(data) // 2, len(data) - 1])
@@ -688,8 +760,9 @@ def test_file_truncated_while_parsing_never_crashes():
         proc = subprocess.run([sys.executable, __file__, "truncate", kind, iterations],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (
-            f"{kind}: opening a file while another thread truncates it: {_describe_rc(proc.returncode)}\n"
-            f"{proc.stderr[-2000:]}")
+            f"{kind}: opening a file while another thread truncates it: "
+            f"{_describe_rc(proc.returncode)}\n{proc.stderr[-2000:]}"
+        )
         report = json.loads(proc.stdout.strip().splitlines()[-1])
         # Truncations land before, during and after the parse: both outcomes are seen.
         assert sum(report["outcomes"].values()) == int(iterations), report
@@ -714,13 +787,17 @@ def _child_leak(count: str) -> int:
     for k in range(int(count)):
         t = tracecore.open(path)
         tables = [t.table(name) for name in t.table_names] + [t.events]
-        queries = [t.overlaps(), t.occupancy(), t.replay(source="tensors").peaks, t.replay().timeline,
-                   t.op_stats(), t.window(0, 1 << 62)]
+        queries = [
+            t.overlaps(),
+            t.occupancy(),
+            t.replay(source="tensors").peaks,
+            t.replay().timeline,
+            t.op_stats(),
+            t.window(0, 1 << 62),
+        ]
         del t, tables, queries
-        try:  # the error path must not leak either
+        with contextlib.suppress(tracecore.TraceFormatError):  # the error path must not leak
             tracecore.open(bad, format="text")
-        except tracecore.TraceFormatError:
-            pass
         gc.collect()
         if k in (9, int(count) - 1):
             rss.append(_rss_bytes())
@@ -760,7 +837,10 @@ def _child_rss_growth(*args: str) -> tuple[int, dict]:
     if UNDER_ASAN:
         import pytest  # noqa: PLC0415
 
-        pytest.skip("RSS is meaningless under AddressSanitizer (quarantine); LeakSanitizer/valgrind cover leaks")
+        pytest.skip(
+            "RSS is meaningless under AddressSanitizer (quarantine); LeakSanitizer/valgrind "
+            "cover leaks"
+        )
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -770,7 +850,9 @@ def _child_rss_growth(*args: str) -> tuple[int, dict]:
 
 def test_open_and_drop_100_traces_does_not_grow_rss():
     growth, report = _child_rss_growth("leak", "100")
-    assert growth < 50 << 20, f"RSS grew by {growth / 2**20:.1f} MB over 90 open/drop cycles: {report}"
+    assert growth < 50 << 20, (
+        f"RSS grew by {growth / 2**20:.1f} MB over 90 open/drop cycles: {report}"
+    )
 
 
 def test_open_and_drop_mid_size_dumps_does_not_grow_rss(tmp_path):
@@ -780,7 +862,9 @@ def test_open_and_drop_mid_size_dumps_does_not_grow_rss(tmp_path):
     path = tmp_path / "mid.pbtxt"
     path.write_bytes((DATA / "seed000_stepstats.pbtxt").read_bytes() * 7)
     growth, report = _child_rss_growth("leak_mid", str(path), "45")
-    assert growth < 30 << 20, f"RSS grew by {growth / 2**20:.1f} MB over 40 open/drop cycles: {report}"
+    assert growth < 30 << 20, (
+        f"RSS grew by {growth / 2**20:.1f} MB over 40 open/drop cycles: {report}"
+    )
 
 
 # =========================================================================================
@@ -808,12 +892,17 @@ def _query_problems(t) -> list[str]:
         for row in bins.to_pylist():
             if not (0 <= row["busy_ns"] <= 1 << 61) or not (0.0 <= row["busy_fraction"] <= 1.0):
                 problems.append(f"occupancy(bin_ns=2**61) row out of range: {row}")
-            per_device[row["device_index"]] = per_device.get(row["device_index"], 0) + row["busy_ns"]
+            per_device[row["device_index"]] = (
+                per_device.get(row["device_index"], 0) + row["busy_ns"]
+            )
         if occ is not None:  # the bins partition each device's busy time
             for row in occ.to_pylist():
                 if per_device.get(row["device_index"], 0) != row["busy_ns"]:
-                    problems.append(f"occupancy(bin_ns=2**61) busy_ns of device {row['device_index']} sums to "
-                                    f"{per_device.get(row['device_index'], 0)}, occupancy() says {row['busy_ns']}")
+                    problems.append(
+                        f"occupancy(bin_ns=2**61) busy_ns of device {row['device_index']} sums "
+                        f"to {per_device.get(row['device_index'], 0)}, occupancy() says "
+                        f"{row['busy_ns']}"
+                    )
     stats = attempt("op_stats", t.op_stats)
     if stats is not None:
         for row in stats.to_pylist():
@@ -843,7 +932,10 @@ def _replay_tensors_exact(t) -> list[str]:
         return []
     first = timeline.to_pylist()[0]
     if first["delta_bytes"] != 2 * INT64_MAX:
-        return [f"replay(tensors) first change wrapped around int64: {first} (exact delta {2 * INT64_MAX})"]
+        return [
+            f"replay(tensors) first change wrapped around int64: {first} "
+            f"(exact delta {2 * INT64_MAX})"
+        ]
     return []
 
 
@@ -859,7 +951,8 @@ REGRESSION_NOTES = {
     "(an event at all_start_nanos = INT64_MIN next to one at +2000 ns)",
     "query_overflow_busy_union.pbtxt": "intervals.h UnionPeriods: busy += end - begin overflows "
     "(two touching events covering [-9e18, 9e18+1))",
-    "query_overflow_op_stats_total.pbtxt": "op_stats.cc: total_ns sum of two ~9.2e18 ns events overflows",
+    "query_overflow_op_stats_total.pbtxt": "op_stats.cc: total_ns sum of two ~9.2e18 ns events "
+    "overflows",
     "query_overflow_replay_records.pbtxt": "memory_replay.cc ReplayAllocator: level += delta "
     "overflows (alloc_bytes INT64_MAX then +412)",
     "query_overflow_replay_tensors.pbtxt": "memory_replay.cc ReplayTensors: per-time delta sum "
@@ -875,8 +968,8 @@ REGRESSION_NOTES = {
     "gives UnicodeDecodeError, not TraceFormatError",
     # Found by fuzz_text (message check added to the harness): "invalid escape sequence '\<byte>'"
     # echoes the raw byte after a backslash in a string literal.
-    "error_message_invalid_utf8_escape.pbtxt": "text_cursor string unescape: b'device: \"\\\\\\xff\"' "
-    "gives UnicodeDecodeError, not TraceFormatError",
+    "error_message_invalid_utf8_escape.pbtxt": "text_cursor string unescape: "
+    "b'device: \"\\\\\\xff\"' gives UnicodeDecodeError, not TraceFormatError",
 }
 
 
@@ -901,7 +994,11 @@ def _child_regression(path: str) -> int:
 
 
 def _regression_files() -> list[Path]:
-    return sorted(p for p in REG.iterdir() if p.is_file() and not p.name.endswith(".md")) if REG.is_dir() else []
+    return (
+        sorted(p for p in REG.iterdir() if p.is_file() and not p.name.endswith(".md"))
+        if REG.is_dir()
+        else []
+    )
 
 
 def pytest_generate_tests(metafunc):
@@ -913,11 +1010,17 @@ def pytest_generate_tests(metafunc):
 def test_regression_file(regression_file):
     proc = subprocess.run([sys.executable, __file__, "regression", str(regression_file)],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, f"{regression_file.name}: {_describe_rc(proc.returncode)}\n{proc.stderr[-2000:]}"
+    assert proc.returncode == 0, (
+        f"{regression_file.name}: {_describe_rc(proc.returncode)}\n{proc.stderr[-2000:]}"
+    )
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     for fmt, r in report.items():
-        assert r["outcome"] in ("ok", "TraceFormatError"), f"{regression_file.name} format={fmt}: {r}"
-        assert not r.get("problems"), f"{regression_file.name} format={fmt}: " + "; ".join(r["problems"])
+        assert r["outcome"] in ("ok", "TraceFormatError"), (
+            f"{regression_file.name} format={fmt}: {r}"
+        )
+        assert not r.get("problems"), f"{regression_file.name} format={fmt}: " + "; ".join(
+            r["problems"]
+        )
 
 
 # =========================================================================================

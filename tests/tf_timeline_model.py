@@ -84,10 +84,7 @@ def parse_op_label(label: str):
     if match is None:
         return "unknown", "unknown", []
     nn, op, inputs = match.groups()
-    if not inputs:
-        inputs = []
-    else:
-        inputs = inputs.split(", ")
+    inputs = inputs.split(", ") if inputs else []
     return nn, op, inputs
 
 
@@ -145,14 +142,13 @@ class Timeline:
                 start_time = node_stats.all_start_micros
                 end_time = node_stats.all_start_micros + node_stats.all_end_rel_micros
                 for index, output in enumerate(node_stats.output):
-                    if index:
-                        output_name = "%s:%d" % (node_name, index)
-                    else:
-                        output_name = node_name
+                    output_name = f"{node_name}:{index}" if index else node_name
                     allocation = output.tensor_description.allocation_description
                     num_bytes = allocation.requested_bytes
                     allocator_name = allocation.allocator_name
-                    tensor = self._produce_tensor(output_name, start_time, allocator_name, num_bytes)
+                    tensor = self._produce_tensor(
+                        output_name, start_time, allocator_name, num_bytes
+                    )
                     tensor.event_index = event_index
                     tensor.output_index = index
                     tensor.node_name = node_name
@@ -266,7 +262,7 @@ def load_message(path: str):
 
     import tfproto
 
-    with open(path, "r", encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     head = text.lstrip()
     cls = tfproto.RunMetadata if head.startswith("step_stats") else tfproto.StepStats

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "query/group_stats.h"
 #include "query/queries.h"
 
 namespace py = pybind11;
@@ -17,6 +18,20 @@ namespace tracecore::bindings {
 namespace {
 
 using Mask = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+py::array_t<int64_t> ToArray(const std::vector<int64_t>& v) {
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(int64_t));
+  return out;
+}
+
+const int64_t* Column(const Int64s& a, size_t n, const char* what) {
+  if (a.ndim() != 1 || static_cast<size_t>(a.shape(0)) != n) {
+    throw py::value_error(std::string(what) + " must have one entry per row of start");
+  }
+  return a.data();
+}
 
 // Exports a query result; the capsules own both the result and the trace whose pool it indexes.
 template <class Result>
@@ -143,6 +158,39 @@ void RegisterQueries(py::module_& m) {
         return Export(trace, std::move(result));
       },
       py::arg("trace"), py::arg("by"));
+
+  m.def(
+      "group_stats",
+      [](const Int64s& start, const Int64s& end, const Int64s& group, int64_t n_groups,
+         std::optional<Int64s> weight) {
+        if (start.ndim() != 1) throw py::value_error("start must be one-dimensional");
+        if (n_groups < 0) throw py::value_error("n_groups must be >= 0");
+        query::GroupedIntervals rows;
+        rows.size = static_cast<size_t>(start.shape(0));
+        rows.start = start.data();
+        rows.end = Column(end, rows.size, "end");
+        const int64_t* ids = Column(group, rows.size, "group");
+        if (weight) rows.weight = Column(*weight, rows.size, "weight");
+        query::GroupStats s;
+        {
+          py::gil_scoped_release release;
+          s = query::ComputeGroupStats(rows, ids, static_cast<size_t>(n_groups));
+        }
+        py::dict out;
+        out["n_events"] = ToArray(s.n);
+        out["total_ns"] = ToArray(s.total_ns);
+        out["max_ns"] = ToArray(s.max_ns);
+        out["busy_ns"] = ToArray(s.busy_ns);
+        out["first_start_ns"] = ToArray(s.first_start_ns);
+        out["last_end_ns"] = ToArray(s.last_end_ns);
+        if (weight) out["weight"] = ToArray(s.weight);
+        return out;
+      },
+      py::arg("start"), py::arg("end"), py::arg("group"), py::arg("n_groups"),
+      py::arg("weight") = py::none(),
+      "Per group id in [0, n_groups) of rows [start, end) (negative ids: no group): n_events, "
+      "total_ns, max_ns, busy_ns (union), first_start_ns, last_end_ns and, with a weight "
+      "column, its sum. Ends before their start count as the start.");
 }
 
 }  // namespace tracecore::bindings

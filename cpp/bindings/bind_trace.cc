@@ -51,6 +51,18 @@ py::tuple ExportNamedTable(const PyTrace& trace, const std::string& name) {
   return ExportCapsules(view, trace.tables->pool, trace.tables);
 }
 
+// The Arrow schema capsule of table `name`: that of an empty table, exported as any other.
+py::object Schema(const std::string& name) {
+  static const auto empty = std::make_shared<const TraceTables>();
+  TableView view;
+  try {
+    view = DescribeTable(*empty, name);
+  } catch (const std::out_of_range& e) {
+    throw py::key_error(e.what());
+  }
+  return ExportCapsules(view, empty->pool, empty)[0];
+}
+
 PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads) {
   OpenOptions options;
   options.format = format;
@@ -143,6 +155,8 @@ void RegisterTrace(py::module_& m) {
   m.attr("TABLE_NAMES") = TableNames();
   m.def("column_reference", &ColumnReference,
         "The column reference of every table as Markdown (docs/tables.md).");
+  m.def("schema", &Schema, py::arg("name"),
+        "The arrow_schema PyCapsule of table `name` (its columns and types, no rows).");
 
   m.def(
       "open_file",

@@ -7,12 +7,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._core import TraceFormatError
+from ._version import __version__
 from .dataset import open_many
-from .trace import Trace, open, sample_path
+from .opening import open, sample_path
+from .trace import Trace
+
+if TYPE_CHECKING:
+    import os
+
+    import pyarrow as pa
 
 
-def read_listing(path):
+def read_listing(path: str | os.PathLike[str]) -> pa.Table:
     """Reads a shape listing or a node-name listing into a pyarrow Table."""
     from .listing import read_listing as _read_listing
 
@@ -29,11 +38,4 @@ __all__ = [
     "__version__",
 ]
 
-try:
-    from importlib.metadata import version as _version
-
-    __version__ = _version("tracecore")
-except Exception:  # pragma: no cover - running from a source tree without metadata
-    __version__ = "0.0.0"
-
-del annotations  # from the __future__ import: not part of the package
+del annotations, TYPE_CHECKING  # imports for this module only: not part of the package

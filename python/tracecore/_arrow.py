@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .intervals import union_length
+
 
 def table_from_capsules(capsules: tuple[object, object]) -> pa.Table:
     """A pyarrow Table over a (arrow_schema, arrow_array) capsule pair of a struct array.
@@ -21,25 +23,31 @@ def table_from_capsules(capsules: tuple[object, object]) -> pa.Table:
     return pa.Table.from_batches([batch])
 
 
+def schema_from_capsule(capsule: object) -> pa.Schema:
+    """A pyarrow Schema from an arrow_schema PyCapsule."""
+    return pa.Schema._import_from_c_capsule(capsule)
+
+
 def buffer_bytes(tables: Iterable[pa.Table]) -> int:
     """Bytes of the memory behind ``tables``: the union of the address ranges of every buffer
     of every chunk, children and dictionaries (at any depth) included, so memory that several
     columns, tables or slices share counts once. What the tables hold, unlike
     ``Table.nbytes``, which counts a dictionary shared by several columns once per column."""
-    ranges: list[tuple[int, int]] = []
-    stack: list[pa.Array] = [chunk for table in tables for column in table.columns for chunk in column.chunks]
+    starts: list[int] = []
+    ends: list[int] = []
+    stack: list[pa.Array] = [
+        chunk for table in tables for column in table.columns for chunk in column.chunks
+    ]
     while stack:
         array = stack.pop()
         # buffers() lists the children's buffers too, but not the dictionaries under them
-        ranges.extend((b.address, b.address + b.size) for b in array.buffers() if b is not None and b.size)
+        for b in array.buffers():
+            if b is not None and b.size:
+                starts.append(b.address)
+                ends.append(b.address + b.size)
         stack.extend(_dictionaries(array))
-    total = 0
-    end = 0
-    for lo, hi in sorted(ranges):
-        if hi > end:
-            total += hi - max(lo, end)
-            end = hi
-    return total
+    # Address ranges are intervals like any other (user-space addresses fit int64).
+    return union_length(starts, ends)
 
 
 def _dictionaries(array: pa.Array) -> list[pa.Array]:
@@ -77,7 +85,9 @@ def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None 
     if isinstance(values, (list, tuple)):
         if not values:
             plain = type is not None and (_numeric(type) or _text(type))
-            return pa.nulls(0, type) if plain and mask is None else pa.array(values, type, mask=mask)
+            return (
+                pa.nulls(0, type) if plain and mask is None else pa.array(values, type, mask=mask)
+            )
         if _text(type) and all(v is None or isinstance(v, str) for v in values):
             nones = np.array([v is None for v in values])
             if nones.all():
@@ -93,7 +103,9 @@ def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None 
             out = pa.Array.from_buffers(pa.string(), len(encoded),
                                         [None, pa.py_buffer(offsets.astype(np.int32)), data])
             return _finish(out, type, mask)
-        if not (_numeric(type) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)):
+        if not (
+            _numeric(type) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+        ):
             return pa.array(values, type, mask=mask)
         try:
             values = np.asarray(values, dtype=np.int64)
@@ -108,7 +120,9 @@ def array(values: Any, type: pa.DataType | None = None, mask: np.ndarray | None 
             out = pa.Array.from_buffers(pa.bool_(), n, [None, data])
         else:
             values = np.ascontiguousarray(values)
-            out = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), n, [None, pa.py_buffer(values)])
+            out = pa.Array.from_buffers(
+                pa.from_numpy_dtype(values.dtype), n, [None, pa.py_buffer(values)]
+            )
         return _finish(out, type, mask)
     return pa.array(values, type, mask=mask)
 
@@ -146,11 +160,18 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray, fill: Any = None) -> np.ndarray:
         return np.concatenate(parts) if parts else to_numpy(pa.nulls(0, arr.type), fill)
     t, n, offset = arr.type, len(arr), arr.offset
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
-    dtype = np.dtype(bool) if pa.types.is_boolean(t) else np.dtype(t.to_pandas_dtype()) if numeric else None
+    dtype = (
+        np.dtype(bool)
+        if pa.types.is_boolean(t)
+        else np.dtype(t.to_pandas_dtype())
+        if numeric
+        else None
+    )
     if dtype is None or (arr.null_count and not _fits(fill, dtype)):
         if fill is not None and arr.null_count:
             arr = pc.fill_null(arr, fill)
-        return arr.to_numpy(zero_copy_only=False)
+        converted: np.ndarray = arr.to_numpy(zero_copy_only=False)
+        return converted
     if n == 0:
         return np.zeros(0, dtype=dtype)
     if dtype.kind == "b":
@@ -170,7 +191,7 @@ def _fits(fill: Any, dtype: np.dtype) -> bool:
     if isinstance(fill, (int, np.integer)):
         if dtype.kind in "iu":
             info = np.iinfo(dtype)
-            return info.min <= fill <= info.max
+            return bool(info.min <= fill <= info.max)
         return dtype.kind == "f"
     return isinstance(fill, (float, np.floating)) and dtype.kind == "f"
 

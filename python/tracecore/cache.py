@@ -23,6 +23,7 @@ still returned.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,9 +35,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _core
-from .export import StoredTrace, compact_dictionaries, trace_meta
-from .trace import Trace, _open_parsed
+from . import _core, _version
+from .parsing import parse_core
+from .stored import compact_dictionaries, trace_meta
+from .trace import Trace
 
 MANIFEST = "manifest.json"
 CACHE_LAYOUT_VERSION = 1
@@ -55,9 +57,7 @@ def cache_dir() -> Path:
 def cache_key(abs_path: str, size: int, mtime_ns: int) -> str:
     """The key of a file's entry: sha256 of its absolute path, size, mtime and the tracecore
     version (a new version never reads an older version's tables)."""
-    from . import __version__
-
-    ident = json.dumps([CACHE_LAYOUT_VERSION, abs_path, size, mtime_ns, __version__])
+    ident = json.dumps([CACHE_LAYOUT_VERSION, abs_path, size, mtime_ns, _version.__version__])
     return hashlib.sha256(ident.encode("utf-8")).hexdigest()
 
 
@@ -104,30 +104,37 @@ def open_cached(
     entry = root / f"{_path_prefix(abs_path)}-{key[:32]}"
     if entry.is_dir():
         try:
-            trace = _load(entry, key, abs_path, st, format)
+            loaded = _load(entry, key, abs_path, st, format)
         except Exception:  # noqa: BLE001 - whatever is wrong with an entry, parse instead
             # Corrupt, truncated, foreign or half-deleted: never serve it; parse instead.
-            trace = None
+            loaded = None
             shutil.rmtree(entry, ignore_errors=True)
-        if trace is not None:
-            trace._source = path  # as given, like a parsed trace's source
-            trace._meta["load_seconds"] = time.perf_counter() - start
-            return trace
+        if loaded is not None:
+            tables, meta = loaded
+            # The source as given, like a parsed trace's source.
+            return Trace.from_stored(
+                tables,
+                meta,
+                source=path,
+                loaded_from="cache",
+                load_seconds=time.perf_counter() - start,
+            )
 
-    trace = _open_parsed(path, format=format, threads=threads, progress=progress)
+    core, parsed = parse_core(path, format=format, threads=threads, progress=progress)
+    trace = Trace.from_core(core, path, parsed)
     # Cache only what was parsed from the file as stat'ed above (it may change meanwhile).
-    if trace._meta.get("size") == st.st_size and trace._meta.get("mtime_ns") == st.st_mtime_ns:
-        try:
+    if (parsed.size, parsed.mtime_ns) == (st.st_size, st.st_mtime_ns):
+        # Best effort: a read-only or full cache directory still gives a parsed trace.
+        with contextlib.suppress(OSError):
             _store(trace, root, entry, key)
-        except OSError:
-            pass  # best effort: a read-only or full cache directory still gives a parsed trace
     return trace
 
 
 def _load(
     entry: Path, key: str, abs_path: str, st: os.stat_result, format: str
-) -> StoredTrace | None:
-    """The trace of a valid entry; None for a valid entry of another format; raises otherwise."""
+) -> tuple[dict[str, pa.Table], dict[str, Any]] | None:
+    """The tables and metadata of a valid entry; None for a valid entry of another format;
+    raises otherwise."""
     manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
     if manifest.get("checksum") != _checksum(manifest):
         raise ValueError("manifest checksum mismatch")
@@ -157,9 +164,7 @@ def _load(
             raise ValueError(f"{file_path.name}: rows or schema mismatch")
         tables[name] = table
     meta = {k: v for k, v in manifest.items() if k not in ("files", "checksum")}
-    meta["loaded_from"] = "cache"
-    meta["cache_entry"] = str(entry)
-    return StoredTrace(None, abs_path, tables=tables, meta=meta)
+    return tables, meta
 
 
 def _store(trace: Trace, root: Path, entry: Path, key: str) -> None:

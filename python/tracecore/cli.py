@@ -26,11 +26,13 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from . import __version__
 from ._arrow import buffer_bytes, to_numpy
 from ._core import TraceFormatError
-from .export import PARQUET_CODECS
-from .trace import Trace, open, sample_path
+from ._version import __version__
+from .intervals import group_stats
+from .opening import open, sample_path
+from .parquet import PARQUET_CODECS
+from .trace import Trace
 
 _MB = 1e6
 
@@ -89,11 +91,12 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left:
     cells = [[str(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
 
     def fmt(row: Sequence[str]) -> str:
         parts = [
-            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         return "  " + "  ".join(parts).rstrip()
 
@@ -131,39 +134,21 @@ def device_summary(trace: Trace) -> list[dict[str, Any]]:
         row["events"] += r["n_events"]
         row["busy_ns"] += r["busy_ns"]
         row["max_concurrency"] = max(row["max_concurrency"], r["max_concurrency"])
-    if events.num_rows:
-        # First start and last end per device block, in numpy (a group_by would import
-        # pandas through pyarrow.dataset: 0.2 s, more than the rest of `info --sample`).
-        block = to_numpy(events.column("device_index"), -1).astype(np.int64)
-        n_blocks = int(block.max()) + 1
-
-        def per_block(name: str, reduce: np.ufunc) -> tuple[np.ndarray, np.ndarray]:
-            """reduce of the non-null values per block, and which blocks have any."""
-            column = events.column(name)
-            rows = (block >= 0) & to_numpy(pc.is_valid(column), False)
-            keys, values = block[rows], to_numpy(column, 0)[rows]
-            present, first_at = np.unique(keys, return_index=True)
-            out = np.zeros(n_blocks, dtype=np.int64)
-            out[present] = values[first_at]  # seeded with a real value: no sentinel
-            reduce.at(out, keys, values)
-            seen = np.zeros(n_blocks, dtype=bool)
-            seen[present] = True
-            return out, seen
-
-        lo, has_lo = per_block("start_ns", np.minimum)
-        hi, has_hi = per_block("end_ns", np.maximum)
-        index_to_device = dict(
-            zip(occupancy["device_index"].to_pylist(), occupancy["device"].to_pylist())
-        )
-        first: dict[str, int] = {}
-        last: dict[str, int] = {}
-        for index in np.flatnonzero(has_lo & has_hi).tolist():
-            start, end = int(lo[index]), int(hi[index])
-            device = index_to_device[index]
-            first[device] = min(first.get(device, start), start)
-            last[device] = max(last.get(device, end), max(end, start))
-    for device, row in rows.items():
-        span = (last[device] - first[device]) if events.num_rows and device in first else 0
+    # First start and last end per device (its blocks merged), by the group_stats engine.
+    # Occupancy has one row per device block, in device_index order.
+    position = {device: g for g, device in enumerate(rows)}
+    device_of_block = np.array(
+        [position[device] for device in occupancy["device"].to_pylist()], dtype=np.int64
+    )
+    stats = group_stats(
+        to_numpy(events.column("start_ns")),
+        to_numpy(events.column("end_ns")),
+        device_of_block[to_numpy(events.column("device_index"))],
+        len(rows),
+    )
+    for g, row in enumerate(rows.values()):
+        has_events = int(stats.n_events[g]) > 0
+        span = int(stats.last_end_ns[g]) - int(stats.first_start_ns[g]) if has_events else 0
         row["span_ns"] = span
         row["utilization"] = row["busy_ns"] / span if span > 0 else 0.0
     return list(rows.values())
@@ -308,7 +293,10 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     records, tensors, allocators = _peaks(t)
     known = sorted(set(records.allocators) | set(tensors.allocators))
     if args.allocator is not None and args.allocator not in known:
-        names = ", ".join(repr(a) if a else "'' (tensors without an allocator)" for a in known) or "none"
+        names = (
+            ", ".join(repr(a) if a else "'' (tensors without an allocator)" for a in known)
+            or "none"
+        )
         raise UsageError(f"no allocator {args.allocator!r}; allocators: {names}")
     if not allocators and args.allocator is None:
         print("no memory held (no allocation records and no output tensors with bytes)")
@@ -388,8 +376,8 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     t = _open(args)
     devices = device_summary(t)
     print(
-        f"busy time per device ({_count(t.devices.num_rows, 'block')}; busy summed over each device's "
-        f"blocks, utilization = busy / span)"
+        f"busy time per device ({_count(t.devices.num_rows, 'block')}; busy summed over each "
+        f"device's blocks, utilization = busy / span)"
     )
     _print_table(
         ["device", "kind", "blocks", "events", "busy ms", "span ms", "util %", "max conc"],
@@ -421,7 +409,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
             + f"; scale '{_RAMP}' = 0..100%)"
         )
         width = max((len(_short(n, 56)) for n in names), default=0)
-        for name, row in zip(names, grid):
+        for name, row in zip(names, grid, strict=True):
             print(f"  {_short(name, 56).ljust(width)}  |{_strip(row[:shown])}|")
     if args.plot:
         from .plots import plot_occupancy
@@ -649,7 +637,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if os.environ.get("TRACECORE_DEBUG"):
         return int(args.func(args))
-    from .export import SourceUnavailableError
+    from .stored import SourceUnavailableError
 
     try:
         return int(args.func(args))
@@ -688,7 +676,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _clipped(message: str, limit: int = 300) -> str:
     """``message`` cut to ``limit`` characters: an error may quote its (large) arguments."""
-    return message if len(message) <= limit else message[:limit] + f"... ({len(message)} characters)"
+    return (
+        message if len(message) <= limit else message[:limit] + f"... ({len(message)} characters)"
+    )
 
 
 if __name__ == "__main__":

@@ -12,27 +12,34 @@ workers (a shared file system); globs are expanded on the client.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from .dataset import (
-    DEFAULT_RANK,
-    DEFAULT_STEP,
-    _check_align,
-    _error_message,
-    _key_extractor,
-    _normalise_keys,
+from .keying import (
+    KeySpec,
     alignment_offset,
+    check_align,
     empty_table,
+    error_message,
+    file_keys,
     keyed_table,
     resolve_paths,
 )
-from .trace import open as _open_trace
+from .opening import open as _open_trace
+from .opening import sample_path
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from .trace import Trace
+
+#: A query run on each trace in the worker (``table=`` a callable).
+TableQuery = Callable[["Trace"], pa.Table]
 
 #: ``table="traces"`` gives one row per file with these columns (status and error per file).
 TRACES_SCHEMA = pa.schema(
@@ -49,13 +56,13 @@ TRACES_SCHEMA = pa.schema(
 )
 
 
-def _to_pandas(table: pa.Table):
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
     """pandas with Arrow-backed dtypes, so that every partition has exactly the meta's dtypes
     (nullable ints stay int64, dictionaries become strings)."""
     import pandas as pd
 
     cols = []
-    for field, col in zip(table.schema, table.columns):
+    for field, col in zip(table.schema, table.columns, strict=True):
         if pa.types.is_dictionary(field.type):
             col = pc.cast(col, field.type.value_type)
         cols.append(col)
@@ -82,7 +89,7 @@ class _Partition:
 
     def __init__(
         self,
-        table: str | Callable,
+        table: str | TableQuery,
         align: Any,
         rank_type: pa.DataType,
         step_type: pa.DataType,
@@ -98,7 +105,9 @@ class _Partition:
         self.format = format
         self.meta_table = meta_table
 
-    def __call__(self, item: tuple[int, str, Any, Any], columns: list[str] | None = None):
+    def __call__(
+        self, item: tuple[int, str, Any, Any], columns: list[str] | None = None
+    ) -> pd.DataFrame:
         # ``columns``: dask's column projection (only the columns a computation uses).
         trace_id, path, rank, step = item
         try:
@@ -136,7 +145,16 @@ class _Partition:
         result = _project(result, columns)
         return _to_pandas(result.cast(_project(self.meta_table, columns).schema))
 
-    def _listing(self, trace_id, path, rank, step, trace, error, offset=None) -> pa.Table:
+    def _listing(
+        self,
+        trace_id: int,
+        path: str,
+        rank: Any,
+        step: Any,
+        trace: Trace | None,
+        error: BaseException | None,
+        offset: int | None = None,
+    ) -> pa.Table:
         try:
             size = os.stat(path).st_size
         except OSError:
@@ -149,7 +167,7 @@ class _Partition:
             "n_events": None if trace is None else len(trace),
             "offset_ns": offset,
             "status": "ok" if trace is not None else "error",
-            "error": None if error is None else _error_message(error),
+            "error": None if error is None else error_message(error),
         }
         table = pa.Table.from_pylist([row], schema=TRACES_SCHEMA)
         return keyed_table(
@@ -166,14 +184,14 @@ class _Partition:
 
 def read_traces(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    table: str | Callable = "events",
+    table: str | TableQuery = "events",
     *,
-    rank: str | re.Pattern | Callable[[str], Any] | None = None,
-    step: str | re.Pattern | Callable[[str], Any] | None = None,
+    rank: KeySpec = None,
+    step: KeySpec = None,
     align: Any = "step_start",
     strict: bool = True,
     format: str = "auto",
-):
+) -> dd.DataFrame:
     """A lazy ``dask.dataframe`` of one table of many traces, one partition per file.
 
     Args:
@@ -193,14 +211,9 @@ def read_traces(
     """
     import dask.dataframe as dd
 
-    align = _check_align(align)
+    align = check_align(align)
     files = resolve_paths(paths)
-    ranks, rank_type = _normalise_keys(
-        [_key_extractor(rank, DEFAULT_RANK, "rank")(f) for f in files], "rank"
-    )
-    steps, step_type = _normalise_keys(
-        [_key_extractor(step, DEFAULT_STEP, "step")(f) for f in files], "step"
-    )
+    ranks, rank_type, steps, step_type = file_keys(files, rank, step)
 
     if table == "traces":
         meta_table = keyed_table(
@@ -214,8 +227,7 @@ def read_traces(
             step_type,
         )
     elif callable(table):
-        from .trace import sample_path
-
+        # The schema of what the callable returns is known only by running it.
         sample = keyed_table(
             table(_open_trace(sample_path(), threads=1)), "", 0, None, None, 0, rank_type, step_type
         )
@@ -226,9 +238,10 @@ def read_traces(
         raise ValueError(
             f"table must be one of {list(_core.TABLE_NAMES)}, 'traces' or a callable, not {table!r}"
         )
-    items = [(i, f, r, s) for i, (f, r, s) in enumerate(zip(files, ranks, steps))]
+    items = [(i, f, r, s) for i, (f, r, s) in enumerate(zip(files, ranks, steps, strict=True))]
     load = _Partition(table, align, rank_type, step_type, strict, format, meta_table)
     label = table if isinstance(table, str) else getattr(table, "__name__", "query")
-    return dd.from_map(
+    frame: dd.DataFrame = dd.from_map(  # type: ignore[no-untyped-call]
         load, items, meta=_to_pandas(meta_table), label=f"tracecore-{label}", enforce_metadata=False
     )
+    return frame

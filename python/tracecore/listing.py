@@ -29,16 +29,21 @@ schema metadata ``tracecore.listing`` is ``shape`` or ``names``.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import os
 import re
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._core import TraceFormatError
+from .names import names_table
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 _NAME = r"[A-Za-z0-9_.\-/>:]+"
 _DIMS = r"(?:\d+|\?)(?:x(?:\d+|\?))*"
@@ -57,7 +62,9 @@ _SHAPE_SCHEMA = pa.schema(
 )
 
 
-def format_shape(dtype: str | None, shape, unknown_rank: bool = False) -> str:
+def format_shape(
+    dtype: str | None, shape: Sequence[int | None] | None, unknown_rank: bool = False
+) -> str:
     """A tensor description in the shape listing's notation: ``(128x64x56x56)``, ``(int32 4x1)``."""
     prefix = ""
     if dtype:
@@ -105,7 +112,7 @@ def _read_text(path: str) -> str:
         raise _error(path, line, column, "not UTF-8 text: not a listing") from None
 
 
-def _lines(text: str):
+def _lines(text: str) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.removesuffix("\r")
         if line.strip() == "":
@@ -121,8 +128,12 @@ def _bad_column(line: str, pattern: str) -> int:
     return 1
 
 
-def _read_shape_listing(path: str, lines) -> pa.Table:
-    names, inputs, outputs, devices, values = [], [], [], [], []
+def _read_shape_listing(path: str, lines: Iterable[tuple[int, str]]) -> pa.Table:
+    names: list[str] = []
+    inputs: list[list[str]] = []
+    outputs: list[str] = []
+    devices: list[str] = []
+    values: list[int] = []
     for number, line in lines:
         fields = line.split(", ")
         columns = []
@@ -162,8 +173,8 @@ def _read_shape_listing(path: str, lines) -> pa.Table:
                      pa.array(values, pa.int64())], schema=_SHAPE_SCHEMA)
 
 
-def _read_name_listing(path: str, lines) -> pa.Table:
-    names = []
+def _read_name_listing(path: str, lines: Iterable[tuple[int, str]]) -> pa.Table:
+    names: list[str] = []
     for number, line in lines:
         if not _re_name.match(line):
             raise _error(path, number, _bad_column(line, r"[A-Za-z0-9_.\-/>:]"),
@@ -172,26 +183,7 @@ def _read_name_listing(path: str, lines) -> pa.Table:
     return names_table(names)
 
 
-def names_table(names) -> pa.Table:
-    """``name`` plus the derived ``scope``, ``forward_scope`` and ``phase`` for node names."""
-    from .names import _DICT_TYPE, _OTHER, PHASES, _NameInfo
-
-    arr = pa.array(list(names) if not isinstance(names, pa.Array) else names, pa.string())
-    info = _NameInfo(arr.dictionary_encode())
-    scope = pc.replace_substring_regex(info.norm, r"/?[^/]*$", "", max_replacements=1)
-    phase_codes = info.gather(info.phase.astype(np.int32), _OTHER)
-    phase = pa.DictionaryArray.from_arrays(pa.array(phase_codes, pa.int32()),
-                                           pa.array(PHASES, pa.string()))
-    table = pa.table({
-        "name": arr,
-        "scope": pa.chunked_array([info.encode_rows(scope)], _DICT_TYPE),
-        "forward_scope": pa.chunked_array([info.encode_rows(info.forward_scope)], _DICT_TYPE),
-        "phase": pa.chunked_array([phase], _DICT_TYPE),
-    })
-    return table.replace_schema_metadata({"tracecore.listing": "names"})
-
-
-def read_listing(path) -> pa.Table:
+def read_listing(path: str | os.PathLike[str]) -> pa.Table:
     """Reads a shape listing or a node-name listing (see the module docstring) into a Table.
 
     Raises:
@@ -209,3 +201,129 @@ def read_listing(path) -> pa.Table:
     if ", " in first:
         return _read_shape_listing(path, lines)
     return _read_name_listing(path, lines)
+
+
+# -- shape listing -------------------------------------------------------------------------------
+_LABEL_RE = re.compile(r"^(?P<name>.*?) = (?P<op>[^(]*)\((?P<args>.*)\)$", re.DOTALL)
+_DEVICE_RE = re.compile(r"(?:^|/)(?:device:)?(?P<type>[A-Za-z_]+):(?P<ordinal>\d+)(?=/|$)")
+_BYTES_RE = re.compile(r"(\d+) bytes")
+_RECV_RE = re.compile(r"^(.*)/_\d+$")
+
+
+def _device_type_ordinal(device: str) -> tuple[str, int]:
+    found = None
+    for m in _DEVICE_RE.finditer(device):
+        if m.group("type").lower() not in ("job", "replica", "task", "stream"):
+            found = m
+    if found is None:
+        return "UNKNOWN", -1
+    return found.group("type").upper(), int(found.group("ordinal"))
+
+
+def _parse_inputs(label: str | None) -> list[str] | None:
+    if not label:
+        return None
+    m = _LABEL_RE.match(label)
+    if m is None:
+        return None
+    args = m.group("args").strip()
+    return [a.strip() for a in args.split(",") if a.strip()] if args else []
+
+
+def shape_listing(trace: Trace) -> str:
+    """Per-node shape listing in the line format of seed 002 (see ``docs/names.md``).
+
+    One line per executor record: ``name, <input>..., <output>, <device type>, <ordinal>``. Each
+    data input ``x`` / ``x:k`` of the record's label is the shape of output slot ``k`` of the
+    latest record of ``x`` that started no later than this one (``(?)`` when the trace has none);
+    control inputs are ``^x``; a node without inputs has the single input field ``(1)``, as in
+    seed 002. The output is the lowest-slot tensor the record produced, ``(no output)`` if none.
+    GPU stream and copy records (non-executor blocks, duplicates across ``stream:N``,
+    ``stream:all`` and ``memcpy`` dropped) follow as ``name:Op, (no input), (no output)`` and, for
+    copies, ``(output N bytes)``. Lines are sorted by name (then file order).
+    """
+    events = trace.events
+    devices = trace.devices
+    kinds = dict(
+        zip(
+            devices.column("device_index").to_pylist(),
+            devices.column("kind").to_pylist(),
+            strict=True,
+        )
+    )
+    ev = events.select(["event_id", "device_index", "device", "node_name", "op", "timeline_label",
+                        "start_ns", "end_ns"]).to_pydict()
+    tensors = trace.tensors.select(
+        ["event_id", "slot", "dtype", "shape", "unknown_rank"]
+    ).to_pydict()
+
+    outputs: dict[int, dict[int, str]] = {}
+    for eid, slot, dtype, shape, unknown in zip(tensors["event_id"], tensors["slot"],
+                                                tensors["dtype"], tensors["shape"],
+                                                tensors["unknown_rank"], strict=True):
+        outputs.setdefault(eid, {}).setdefault(slot, format_shape(dtype, shape, unknown))
+
+    n = len(ev["event_id"])
+    executor = [kinds.get(ev["device_index"][i]) == "executor" for i in range(n)]
+    producers: dict[str, tuple[list[int], list[int]]] = {}
+    for i in sorted((i for i in range(n) if executor[i]), key=lambda i: (ev["start_ns"][i], i)):
+        starts, ids = producers.setdefault(ev["node_name"][i], ([], []))
+        starts.append(ev["start_ns"][i])
+        ids.append(ev["event_id"][i])
+
+    def producer_outputs(name: str, at: int) -> dict[int, str] | None:
+        found = producers.get(name)
+        if found is None:
+            return None
+        starts, ids = found
+        k = bisect.bisect_right(starts, at) - 1
+        return outputs.get(ids[max(k, 0)], {})
+
+    def producer_shape(name: str, slot: int, at: int) -> str:
+        outs = producer_outputs(name, at)
+        if outs is None:
+            # ``x/_N`` is the receiving end of a partitioned edge from ``x``: when the trace has
+            # no record of it, it carries x's tensor (known only when x has a single output).
+            recv = _RECV_RE.match(name)
+            if recv is not None:
+                outs = producer_outputs(recv.group(1), at)
+                if outs is not None and len(outs) == 1 and slot == 0:
+                    return next(iter(outs.values()))
+            return "(?)"
+        return outs.get(slot, "(?)")
+
+    lines: list[tuple[str, int, str]] = []
+    seen: set[tuple[str, int, int, str, int]] = set()
+    for i in range(n):
+        name = ev["node_name"][i] or ""
+        dev_type, ordinal = _device_type_ordinal(ev["device"][i] or "")
+        tail = f"{dev_type}, {ordinal}"
+        if executor[i]:
+            inputs = _parse_inputs(ev["timeline_label"][i]) or []
+            fields = []
+            for inp in inputs:
+                if inp.startswith("^"):
+                    fields.append(inp)
+                    continue
+                src, _, slot = inp.partition(":")
+                fields.append(producer_shape(src, int(slot) if slot.isdigit() else 0,
+                                             ev["start_ns"][i]))
+            if not fields:
+                fields = ["(1)"]
+            outs = outputs.get(ev["event_id"][i])
+            out = outs[min(outs)] if outs else "(no output)"
+            lines.append((name, i, ", ".join([name, *fields, out, tail])))
+            continue
+        key = (name, ev["start_ns"][i], ev["end_ns"][i], dev_type, ordinal)
+        if key in seen:
+            continue
+        seen.add(key)
+        op = ev["op"][i] or ""
+        out = "(no output)"
+        if op.startswith("MEMCPY"):
+            m = _BYTES_RE.search(ev["timeline_label"][i] or "")
+            if m:
+                out = f"(output {m.group(1)} bytes)"
+        lines.append((name, i, f"{name}, (no input), {out}, {tail}"))
+    lines.sort(key=lambda x: (x[0], x[1]))
+    return "".join(line + "\n" for _, _, line in lines)

@@ -12,8 +12,8 @@ The rules (also in ``docs/names.md``):
 **Normalisation.** Records of GPU streams and copies carry names that are not node names:
 ``name:Op`` (a kernel), ``name:Op:MEMCPYHtoD`` and ``edge_<N>_name:MEMCPYDtoH`` (a copy of
 ``name``'s output). The *normalised name* drops a leading ``edge_<digits>_`` and everything from
-the first ``:`` (node names never contain ``:``). Scopes, towers, ``forward_scope`` and ``phase`` all
-use the normalised name, so GPU time joins its executor node.
+the first ``:`` (node names never contain ``:``). Scopes, towers, ``forward_scope`` and ``phase``
+all use the normalised name, so GPU time joins its executor node.
 
 **Core name.** For ``forward_scope`` and ``phase`` the leading components added by Grappler and
 function inlining are also dropped: any run of ``ConstantFolding/``, ``ArithmeticOptimizer/``,
@@ -23,9 +23,10 @@ function inlining are also dropped: any run of ``ConstantFolding/``, ``Arithmeti
 **forward_scope** (null unless the node is a gradient node whose forward op can be named):
 
 * TF1 (``tf.gradients``): the name has a component ``gradients`` or ``gradients_<N>`` (the name
-  scope ``tf.gradients`` opens, anywhere: ``Train/Model/gradients/...``, ``tower_0/v/gradients/...``,
-  ``gradients/...``). The components after the *first* such component, up to the first
-  component ending in ``_grad``, with that ``_grad`` removed, are the forward op's full name:
+  scope ``tf.gradients`` opens, anywhere: ``Train/Model/gradients/...``,
+  ``tower_0/v/gradients/...``, ``gradients/...``). The components after the *first* such
+  component, up to the first component ending in ``_grad``, with that ``_grad`` removed, are the
+  forward op's full name:
   ``Train/Model/gradients/Train/Model/RNN/.../LSTMBlockCell_19_grad/LSTMBlockCellGrad`` ->
   ``Train/Model/RNN/.../LSTMBlockCell_19``; ``tower_0/v/gradients/Cast_grad/Cast`` -> ``Cast``.
   The *first* ``_grad`` component is the right one because gradient functions may create their own
@@ -84,16 +85,19 @@ matching ``tower_<N>`` or ``replica_<N>`` (anywhere in the path, so
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import array, scalar, to_numpy
+from .intervals import group_stats, grouped_sum
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 PHASES = ("forward", "backward", "optimizer", "other")
 _FORWARD, _BACKWARD, _OPTIMIZER, _OTHER = range(4)
@@ -216,7 +220,7 @@ def _mask(arr: pa.Array) -> np.ndarray:
     return to_numpy(arr, False)
 
 
-def _where(arr: pa.Array, mask: np.ndarray, fn) -> pa.Array:
+def _where(arr: pa.Array, mask: np.ndarray, fn: Callable[[pa.Array], pa.Array]) -> pa.Array:
     """``arr`` with ``fn`` applied to the entries selected by ``mask`` only (regexes are costly:
     a cheap substring test picks the few entries they can change)."""
     if not mask.any():
@@ -408,9 +412,12 @@ class _NameInfo:
         """Row values from one value per used dictionary entry (``fill`` for null names)."""
         lookup = np.full(self.size + 1, fill, dtype=per_used.dtype)
         lookup[self.used_pos] = per_used
-        if self.valid is None:
-            return lookup[self.indices]
-        return lookup[np.where(self.valid, self.indices, self.size)]
+        rows: np.ndarray = (
+            lookup[self.indices]
+            if self.valid is None
+            else lookup[np.where(self.valid, self.indices, self.size)]
+        )
+        return rows
 
     def encode_rows(self, values: pa.Array) -> pa.DictionaryArray:
         """A dictionary column over the rows from one string (or null) per used entry."""
@@ -441,20 +448,30 @@ def add_name_columns(events: pa.Table) -> pa.Table:
     return out.replace_schema_metadata(events.schema.metadata)
 
 
-# -- grouped aggregation -----------------------------------------------------------------------
-def _event_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    start = to_numpy(events.column("start_ns"), 0).astype(np.int64, copy=False)
-    end = to_numpy(events.column("end_ns"), 0).astype(np.int64, copy=False)
-    return start, np.maximum(end, start)
+def names_table(names: Iterable[str] | pa.Array) -> pa.Table:
+    """``name`` plus the derived ``scope``, ``forward_scope`` and ``phase`` for node names."""
+    arr = pa.array(list(names) if not isinstance(names, pa.Array) else names, pa.string())
+    info = _NameInfo(arr.dictionary_encode())
+    scope = pc.replace_substring_regex(info.norm, r"/?[^/]*$", "", max_replacements=1)
+    phase_codes = info.gather(info.phase.astype(np.int32), _OTHER)
+    phase = pa.DictionaryArray.from_arrays(pa.array(phase_codes, pa.int32()),
+                                           pa.array(PHASES, pa.string()))
+    table = pa.table({
+        "name": arr,
+        "scope": pa.chunked_array([info.encode_rows(scope)], _DICT_TYPE),
+        "forward_scope": pa.chunked_array([info.encode_rows(info.forward_scope)], _DICT_TYPE),
+        "phase": pa.chunked_array([phase], _DICT_TYPE),
+    })
+    return table.replace_schema_metadata({"tracecore.listing": "names"})
 
 
-def _event_bytes(trace, events: pa.Table) -> np.ndarray:
+# -- grouped aggregation (the native core's group_stats engine) ---------------------------------
+def _event_bytes(trace: Trace, events: pa.Table) -> np.ndarray:
     """Per events row, the sum of ``requested_bytes`` of the tensors with its event_id."""
     n = events.num_rows
-    out = np.zeros(n, dtype=np.int64)
     tensors = trace.tensors
     if tensors.num_rows == 0 or n == 0:
-        return out
+        return np.zeros(n, dtype=np.int64)
     ids = to_numpy(tensors.column("event_id"), -1).astype(np.int64, copy=False)
     b = to_numpy(tensors.column("requested_bytes"), 0).astype(np.int64, copy=False)
     eids = to_numpy(events.column("event_id"), -1).astype(np.int64, copy=False)
@@ -464,64 +481,32 @@ def _event_bytes(trace, events: pa.Table) -> np.ndarray:
         pos = np.minimum(pos, n - 1)
         hit = eids[order][pos] == ids
         ids = np.where(hit, order[pos], -1)
-    ok = (ids >= 0) & (ids < n)
-    np.add.at(out, ids[ok], b[ok])
-    return out
+    ids = np.where(ids < n, ids, -1)
+    return grouped_sum(b, ids, n)
 
 
-def _grouped_union(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group, the length of the union of the ``[start, end)`` intervals (end >= start)."""
-    busy = np.zeros(n_groups, dtype=np.int64)
-    if len(group) == 0:
-        return busy
-    t0 = int(start.min())
-    span = int(end.max()) - t0 + 1
-    fits = (int(group.max()) + 1) * span < 2**62
-    if fits:  # one int64 key (group, start): a single argsort instead of a lexsort
-        order = np.argsort(group.astype(np.int64) * span + (start - t0))
-    else:  # pragma: no cover - enormous spans
-        order = np.lexsort((start, group))
-    g, s, e = group[order], start[order], end[order]
-    s0, e0 = s - t0, e - t0
-    firsts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    if fits:
-        offset = g.astype(np.int64) * span
-        run = np.maximum.accumulate(e0 + offset) - offset
-    else:  # pragma: no cover - enormous spans: one group at a time
-        run = np.empty_like(e0)
-        bounds = np.r_[firsts, len(g)]
-        for a, b in itertools.pairwise(bounds):
-            run[a:b] = np.maximum.accumulate(e0[a:b])
-    prev = np.empty_like(run)
-    prev[1:] = run[:-1]
-    prev[firsts] = -1
-    contrib = np.maximum(e0 - np.maximum(s0, prev), 0)
-    busy[g[firsts]] = np.add.reduceat(contrib, firsts)
-    return busy
-
-
-def _group_table(key_name: str, keys: pa.Array, group: np.ndarray, keep: np.ndarray, trace,
+def _group_table(key_name: str, keys: pa.Array, group: np.ndarray, trace: Trace,
                  events: pa.Table, with_total: bool) -> pa.Table:
-    n_groups = len(keys)
-    start, end = _event_times(events)
-    nbytes = _event_bytes(trace, events)
-    g, s, e, b = group[keep], start[keep], end[keep], nbytes[keep]
-    n_events = np.bincount(g, minlength=n_groups).astype(np.int64)
-    total = np.zeros(n_groups, dtype=np.int64)
-    np.add.at(total, g, e - s)
-    by_bytes = np.zeros(n_groups, dtype=np.int64)
-    np.add.at(by_bytes, g, b)
-    busy = _grouped_union(g, s, e, n_groups)
-    columns = {key_name: keys.cast(pa.string()), "n_events": array(n_events)}
+    """One row per key with events: ``n_events``, ``total_ns`` (``with_total``), ``busy_ns``,
+    ``bytes``; ``group``: each event's key index, -1 for none."""
+    stats = group_stats(
+        to_numpy(events.column("start_ns"), 0),
+        to_numpy(events.column("end_ns"), 0),
+        group,
+        len(keys),
+        weight=_event_bytes(trace, events),
+    )
+    assert stats.weight is not None
+    columns = {key_name: keys.cast(pa.string()), "n_events": array(stats.n_events)}
     if with_total:
-        columns["total_ns"] = array(total)
-    columns["busy_ns"] = array(busy)
-    columns["bytes"] = array(by_bytes)
-    present = n_events > 0
+        columns["total_ns"] = array(stats.total_ns)
+    columns["busy_ns"] = array(stats.busy_ns)
+    columns["bytes"] = array(stats.weight)
+    present = stats.n_events > 0
     return pa.table(columns).filter(array(present))
 
 
-def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
+def scopes(trace: Trace, depth: int = 1, *, by: str = "events") -> pa.Table:
     """Events grouped by the first ``depth`` components of their (normalised) node name.
 
     ``by="events"`` keys each event by its normalised node name; ``by="forward_scope"`` keys a
@@ -558,8 +543,7 @@ def scopes(trace, depth: int = 1, *, by: str = "events") -> pa.Table:
     enc = pc.dictionary_encode(keys)
     remap = to_numpy(enc.indices).astype(np.int64)
     group = remap[group]
-    keep = np.ones(len(group), dtype=bool)
-    table = _group_table("scope", enc.dictionary, group, keep, trace, events, with_total=True)
+    table = _group_table("scope", enc.dictionary, group, trace, events, with_total=True)
     return table.sort_by([("total_ns", "descending"), ("scope", "ascending")])
 
 
@@ -569,7 +553,7 @@ def _empty_scopes() -> pa.Table:
                      "bytes": array([], pa.int64())})
 
 
-def towers(trace) -> pa.Table:
+def towers(trace: Trace) -> pa.Table:
     """One row per ``tower_<N>`` / ``replica_<N>`` component: ``tower, n_events, busy_ns, bytes``.
 
     An event's tower is the first component of its normalised name that matches; events without
@@ -599,132 +583,11 @@ def towers(trace) -> pa.Table:
         return empty
     keys = pa.concat_arrays(key_chunks)
     group = np.concatenate(groups)
-    keep = group >= 0
     enc = pc.dictionary_encode(keys)
     remap = to_numpy(enc.indices).astype(np.int64)
-    group = np.where(keep, remap[np.maximum(group, 0)], 0)
-    table = _group_table("tower", enc.dictionary, group, keep, trace, events, with_total=False)
+    group = np.where(group >= 0, remap[np.maximum(group, 0)], -1)
+    table = _group_table("tower", enc.dictionary, group, trace, events, with_total=False)
     names = table.column("tower").to_pylist()
     order = sorted(range(len(names)), key=lambda i: (names[i].rsplit("_", 1)[0],
                                                      int(names[i].rsplit("_", 1)[1])))
     return table.take(array(order, pa.int64()))
-
-
-# -- shape listing -------------------------------------------------------------------------------
-_LABEL_RE = re.compile(r"^(?P<name>.*?) = (?P<op>[^(]*)\((?P<args>.*)\)$", re.DOTALL)
-_DEVICE_RE = re.compile(r"(?:^|/)(?:device:)?(?P<type>[A-Za-z_]+):(?P<ordinal>\d+)(?=/|$)")
-_BYTES_RE = re.compile(r"(\d+) bytes")
-_RECV_RE = re.compile(r"^(.*)/_\d+$")
-
-
-def _device_type_ordinal(device: str) -> tuple[str, int]:
-    found = None
-    for m in _DEVICE_RE.finditer(device):
-        if m.group("type").lower() not in ("job", "replica", "task", "stream"):
-            found = m
-    if found is None:
-        return "UNKNOWN", -1
-    return found.group("type").upper(), int(found.group("ordinal"))
-
-
-def _parse_inputs(label: str | None) -> list[str] | None:
-    if not label:
-        return None
-    m = _LABEL_RE.match(label)
-    if m is None:
-        return None
-    args = m.group("args").strip()
-    return [a.strip() for a in args.split(",") if a.strip()] if args else []
-
-
-def shape_listing(trace) -> str:
-    """Per-node shape listing in the line format of seed 002 (see ``docs/names.md``).
-
-    One line per executor record: ``name, <input>..., <output>, <device type>, <ordinal>``. Each
-    data input ``x`` / ``x:k`` of the record's label is the shape of output slot ``k`` of the
-    latest record of ``x`` that started no later than this one (``(?)`` when the trace has none);
-    control inputs are ``^x``; a node without inputs has the single input field ``(1)``, as in
-    seed 002. The output is the lowest-slot tensor the record produced, ``(no output)`` if none.
-    GPU stream and copy records (non-executor blocks, duplicates across ``stream:N``,
-    ``stream:all`` and ``memcpy`` dropped) follow as ``name:Op, (no input), (no output)`` and, for
-    copies, ``(output N bytes)``. Lines are sorted by name (then file order).
-    """
-    from .listing import format_shape
-
-    events = trace.events
-    devices = trace.devices
-    kinds = dict(zip(devices.column("device_index").to_pylist(), devices.column("kind").to_pylist()))
-    ev = events.select(["event_id", "device_index", "device", "node_name", "op", "timeline_label",
-                        "start_ns", "end_ns"]).to_pydict()
-    tensors = trace.tensors.select(["event_id", "slot", "dtype", "shape", "unknown_rank"]).to_pydict()
-
-    outputs: dict[int, dict[int, str]] = {}
-    for eid, slot, dtype, shape, unknown in zip(tensors["event_id"], tensors["slot"],
-                                                tensors["dtype"], tensors["shape"],
-                                                tensors["unknown_rank"]):
-        outputs.setdefault(eid, {}).setdefault(slot, format_shape(dtype, shape, unknown))
-
-    n = len(ev["event_id"])
-    executor = [kinds.get(ev["device_index"][i]) == "executor" for i in range(n)]
-    producers: dict[str, tuple[list[int], list[int]]] = {}
-    for i in sorted((i for i in range(n) if executor[i]), key=lambda i: (ev["start_ns"][i], i)):
-        starts, ids = producers.setdefault(ev["node_name"][i], ([], []))
-        starts.append(ev["start_ns"][i])
-        ids.append(ev["event_id"][i])
-
-    def producer_outputs(name: str, at: int) -> dict[int, str] | None:
-        found = producers.get(name)
-        if found is None:
-            return None
-        starts, ids = found
-        k = bisect.bisect_right(starts, at) - 1
-        return outputs.get(ids[max(k, 0)], {})
-
-    def producer_shape(name: str, slot: int, at: int) -> str:
-        outs = producer_outputs(name, at)
-        if outs is None:
-            # ``x/_N`` is the receiving end of a partitioned edge from ``x``: when the trace has
-            # no record of it, it carries x's tensor (known only when x has a single output).
-            recv = _RECV_RE.match(name)
-            if recv is not None:
-                outs = producer_outputs(recv.group(1), at)
-                if outs is not None and len(outs) == 1 and slot == 0:
-                    return next(iter(outs.values()))
-            return "(?)"
-        return outs.get(slot, "(?)")
-
-    lines: list[tuple[str, int, str]] = []
-    seen: set[tuple] = set()
-    for i in range(n):
-        name = ev["node_name"][i] or ""
-        dev_type, ordinal = _device_type_ordinal(ev["device"][i] or "")
-        tail = f"{dev_type}, {ordinal}"
-        if executor[i]:
-            inputs = _parse_inputs(ev["timeline_label"][i]) or []
-            fields = []
-            for inp in inputs:
-                if inp.startswith("^"):
-                    fields.append(inp)
-                    continue
-                src, _, slot = inp.partition(":")
-                fields.append(producer_shape(src, int(slot) if slot.isdigit() else 0,
-                                             ev["start_ns"][i]))
-            if not fields:
-                fields = ["(1)"]
-            outs = outputs.get(ev["event_id"][i])
-            out = outs[min(outs)] if outs else "(no output)"
-            lines.append((name, i, ", ".join([name, *fields, out, tail])))
-            continue
-        key = (name, ev["start_ns"][i], ev["end_ns"][i], dev_type, ordinal)
-        if key in seen:
-            continue
-        seen.add(key)
-        op = ev["op"][i] or ""
-        out = "(no output)"
-        if op.startswith("MEMCPY"):
-            m = _BYTES_RE.search(ev["timeline_label"][i] or "")
-            if m:
-                out = f"(output {m.group(1)} bytes)"
-        lines.append((name, i, f"{name}, (no input), {out}, {tail}"))
-    lines.sort(key=lambda x: (x[0], x[1]))
-    return "".join(line + "\n" for _, _, line in lines)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
+    from .replay import MemoryReplay
     from .trace import Trace
 
 _MB = 1e6
@@ -42,7 +43,7 @@ def check_plot_path(path: str | os.PathLike[str]) -> Path:
         ValueError: the extension is missing or not an image format matplotlib writes.
         FileNotFoundError / NotADirectoryError: where the file would go is not a directory.
     """
-    from .export import checked_output_file
+    from .outputs import checked_output_file
 
     out = Path(path)
     formats = _figure(1, 1).canvas.get_supported_filetypes()
@@ -103,11 +104,11 @@ def plot_memory(
     from matplotlib.lines import Line2D  # after _figure, which explains a missing matplotlib
 
     axes = fig.subplots(len(allocators), 1, sharex=True, squeeze=False)[:, 0]
-    series = (
+    series: tuple[tuple[MemoryReplay, Literal["-", "--"], str, str], ...] = (
         (records, "-", "C0", "allocation-record replay"),
         (tensors, "--", "C1", "timeline.py tensor model"),
     )
-    for ax, name in zip(axes, allocators):
+    for ax, name in zip(axes, allocators, strict=True):
         for replay, style, color, label in series:
             if name not in replay.allocators:
                 continue

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
 from ._arrow import scalar, table_from_capsules
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+# An (arrow_schema, arrow_array) pair of PyCapsules, as the native core exports a table.
+Capsules = tuple[object, object]
 
 
 class MemoryReplay:
@@ -21,7 +30,13 @@ class MemoryReplay:
             allocator.
     """
 
-    def __init__(self, trace, source: str, capsules: tuple, replay_live=None) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        source: str,
+        capsules: tuple[Capsules, Capsules, Capsules],
+        replay_live: Callable[[], Capsules] | None = None,
+    ) -> None:
         timeline, peaks, live = capsules
         self._trace = trace
         self.source = source
@@ -35,13 +50,14 @@ class MemoryReplay:
     def allocators(self) -> list[str]:
         return [str(a) for a in self.peaks["allocator"].to_pylist()]
 
-    def peak(self, allocator: str) -> dict:
+    def peak(self, allocator: str) -> dict[str, Any]:
         """The peaks row of one allocator, as a dict."""
         name = scalar(allocator, pa.string())
         rows = self.peaks.filter(pc.equal(self.peaks["allocator"].cast(pa.string()), name))
         if rows.num_rows == 0:
             raise KeyError(f"no allocator {allocator!r}; allocators: {self.allocators}")
-        return rows.to_pylist()[0]
+        row: dict[str, Any] = rows.to_pylist()[0]
+        return row
 
     def live_at_peak(self, allocator: str) -> pa.Table:
         """What ``allocator`` held at its peak.
@@ -53,6 +69,7 @@ class MemoryReplay:
         """
         self.peak(allocator)  # raises KeyError for an unknown allocator
         if self._live is None:
+            assert self._replay_live is not None  # set whenever _live is not
             self._live = table_from_capsules(self._replay_live())
         name = scalar(allocator, pa.string())
         live = self._live.filter(pc.equal(self._live["allocator"].cast(pa.string()), name))
@@ -91,13 +108,21 @@ class MemoryReplay:
         return f"<MemoryReplay source={self.source!r} peaks {{{parts}}}>"
 
 
-def _allocators(trace, source: str) -> list[str]:
+def _allocators(trace: Trace, source: str) -> list[str]:
     """The allocator names that ``source`` (records or tensors) of ``trace`` holds, sorted."""
     column = (trace.alloc_records if source == "records" else trace.tensors)["allocator"]
     return sorted(str(a) for a in pc.unique(column.cast(pa.string())).to_pylist())
 
 
-def replay(trace, source: str, allocator: str | None, baseline: str | None) -> MemoryReplay:
+def replay(
+    trace: Trace,
+    core: Callable[[], _core.Trace],
+    source: str,
+    allocator: str | None,
+    baseline: str | None,
+) -> MemoryReplay:
+    """:meth:`Trace.replay` of ``trace``; ``core`` gives its native core, called once the
+    arguments are checked (a stored trace re-parses its source there)."""
     if source not in ("records", "tensors"):
         raise ValueError(f"source must be 'records' or 'tensors', not {source!r}")
     if baseline not in (None, "snapshot"):
@@ -105,18 +130,20 @@ def replay(trace, source: str, allocator: str | None, baseline: str | None) -> M
     if baseline is not None and source != "records":
         raise ValueError("baseline='snapshot' applies to source='records' only")
     if allocator is not None and not isinstance(allocator, str):
-        raise TypeError(f"allocator must be a str or None, not {type(allocator).__name__} {allocator!r}")
+        raise TypeError(
+            f"allocator must be a str or None, not {type(allocator).__name__} {allocator!r}"
+        )
     snapshot = baseline == "snapshot"
     if allocator is not None:
         known = _allocators(trace, source)
         if allocator not in known:
             raise KeyError(f"no allocator {allocator!r} in the {source}; allocators: {known}")
-    core = trace._ensure_core()  # after the argument checks: a stored trace re-parses here
+    native = core()
     if source == "tensors":
-        return MemoryReplay(trace, source, _core.replay(core, source, allocator, snapshot))
-    capsules = _core.replay(core, source, allocator, snapshot, False)
+        return MemoryReplay(trace, source, _core.replay(native, source, allocator, snapshot))
+    capsules = _core.replay(native, source, allocator, snapshot, False)
 
-    def replay_live():
-        return _core.replay(core, source, allocator, snapshot, True)[2]
+    def replay_live() -> Capsules:
+        return _core.replay(native, source, allocator, snapshot, True)[2]
 
     return MemoryReplay(trace, source, capsules, replay_live)

@@ -1,13 +1,19 @@
-"""The Trace object: parsed tables exposed as pyarrow Tables, without copying."""
+"""The Trace object: a trace's tables as pyarrow Tables, its figures, and the queries over it.
+
+A Trace is the same class whether its tables were just parsed (the native core exports them
+without copying) or read back from a cache or a Parquet directory (see :mod:`.stored`). The
+queries run on the native core; a stored trace is given a way to rebuild it (re-parsing its
+unchanged source) and does so on its first query.
+
+The modules that implement the methods (exports, names) take a Trace but import this module for
+annotations only, and only the layers above (opening, cache, dataset) make Traces: no import
+circle runs through here.
+"""
 
 from __future__ import annotations
 
-import builtins
-import gzip
-import operator
 import os
-import zlib
-from importlib import resources
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,233 +22,82 @@ import pyarrow as pa
 
 from . import _core
 from ._arrow import array, table_from_capsules
-from ._core import TraceFormatError
+from .checks import check_flag, check_ns
 from .replay import MemoryReplay, replay
-
-_FORMATS = ("auto", "text", "binary")
-_GZIP_MAGIC = b"\x1f\x8b"
-# How much of a file's start is read to explain a parse error (and what format detection reads).
-_HEAD_BYTES = 65536
-# Files that are certainly not trace dumps, by their first bytes.
-_NOT_TRACES = (
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF8", "a GIF image"),
-    (b"%PDF-", "a PDF document"),
-    (b"PK\x03\x04", "a ZIP archive"),
-    (b"\x7fELF", "an ELF executable"),
-    (b"BZh", "bzip2-compressed (decompress it first)"),
-    (b"\xfd7zXZ\x00", "xz-compressed (decompress it first)"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first)"),
-    (b"PAR1", "a Parquet file (open the directory Trace.to_parquet wrote)"),
-)
-_TEXT_WHITESPACE = b" \t\r\n\f\v"
+from .traceinfo import SourceFile, TraceInfo
 
 
-def sample_path() -> Path:
-    """Path of the sample trace bundled with tracecore (one LSTM training step, StepStats text)."""
-    return Path(str(resources.files("tracecore") / "data" / "sample_lstm_step.pbtxt.gz"))
+class TableAttributes:
+    """``x.<name>`` is ``x.table(name)`` for every table the native core lists, so that a table
+    an importer adds needs no property of its own (the classes keep typed properties for the
+    tables they document)."""
+
+    def table(self, name: str) -> pa.Table:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> pa.Table:
+        # Reached only when ordinary lookup fails: the tables without a property of their own.
+        if name in _core.TABLE_NAMES:
+            return self.table(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(_core.TABLE_NAMES))
 
 
-# Parser threads beyond this are capped: the core never runs more threads than it has cores.
-_MAX_THREADS = 1024
-
-
-def as_int(value: object) -> int | None:
-    """``value`` as a Python int if it is an integer (int, numpy integer, pyarrow integer
-    scalar; not a bool, not a float that would be truncated), else None."""
-    if isinstance(value, pa.Scalar):
-        value = value.as_py()
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        return None
-
-
-def check_threads(threads: object, what: str = "threads") -> int:
-    """``threads`` checked (an int >= 0) and capped at a value the core accepts."""
-    value = as_int(threads)
-    if value is None:
-        raise TypeError(f"{what} must be an int >= 0, not {type(threads).__name__} {threads!r}")
-    if value < 0:
-        raise ValueError(f"{what} must be >= 0, not {value}")
-    return min(value, _MAX_THREADS)
-
-
-def check_flag(value: object, what: str) -> bool:
-    """``value`` if it is a bool (or 0 or 1); a string such as ``"no"`` would otherwise read as
-    true."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    number = as_int(value)
-    if number in (0, 1):
-        return bool(number)
-    raise TypeError(f"{what} must be True or False, not {type(value).__name__} {value!r}")
-
-
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def check_ns(value: object, what: str) -> int:
-    """``value`` checked as an int64 number of nanoseconds (an integer, not a float that would
-    be truncated)."""
-    number = as_int(value)
-    if number is None:
-        raise TypeError(f"{what} must be an int (nanoseconds), not {type(value).__name__} {value!r}")
-    if not _INT64_MIN <= number <= _INT64_MAX:
-        raise ValueError(f"{what} must fit in int64 (nanoseconds), not {number}")
-    return number
-
-
-def _looks_like_text(head: bytes) -> bool:
-    """No control bytes other than whitespace, nor DEL (0x7f): a file a person would call text.
-    Format detection (``DetectFormat`` in C++) also lets DEL through, and asks more: that the
-    first non-whitespace byte can start protobuf text."""
-    return not any(c < 0x20 and c not in _TEXT_WHITESPACE for c in head) and b"\x7f" not in head
-
-
-def _explained(error: TraceFormatError, head: bytes, format: str) -> TraceFormatError:
-    """``error``, or a clearer one when the file is plainly no trace or was read in the wrong
-    format: a known file type by its first bytes; a text file (no control bytes) that format
-    detection read as binary because it does not start like protobuf text (the text parser's
-    error says what is wrong at line 1); a text-looking file read with ``format="binary"``."""
-    for magic, what in _NOT_TRACES:
-        if head.startswith(magic):
-            explained = TraceFormatError(f"not a TensorFlow trace dump: the file is {what}")
-            explained.offset = 0
-            return explained
-    if getattr(error, "offset", None) is not None and head.strip(_TEXT_WHITESPACE) and _looks_like_text(head):
-        if format == "binary":
-            return _with_message(
-                error, f"{error} (the file looks like text, not a binary dump: use format 'text' or 'auto')"
-            )
-        try:
-            _core.open_bytes(head, "text", 1)
-        except TraceFormatError as text_error:
-            return _with_message(
-                text_error, f"{text_error} (the file is text, but not protobuf text format)"
-            )
-    return error
-
-
-def _with_message(error: TraceFormatError, message: str) -> TraceFormatError:
-    """A copy of ``error`` (same position attributes) with ``message``."""
-    copy = TraceFormatError(message)
-    copy.line = getattr(error, "line", None)
-    copy.column = getattr(error, "column", None)
-    copy.offset = getattr(error, "offset", None)
-    return copy
-
-
-def _reraise_with_path(error: TraceFormatError, path: str) -> TraceFormatError:
-    located = _with_message(error, f"{path}: {error}")
-    located.path = path
-    return located
-
-
-def _read_gzip(path: str) -> bytes:
-    try:
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    except (OSError, EOFError, zlib.error) as e:
-        raise TraceFormatError(f"corrupt or truncated gzip data ({e})") from None
-
-
-def open(
-    path: str | os.PathLike[str],
-    *,
-    format: str = "auto",
-    threads: int = 0,
-    cache: bool = False,
-    progress: bool = False,
-) -> Trace:
-    """Parses a TensorFlow trace dump into columnar tables.
-
-    Args:
-        path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``);
-            gzip-compressed files are decompressed transparently.
-        format: ``"auto"`` (detect), ``"text"`` or ``"binary"``. ``"auto"`` takes a file for
-            text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
-            first 64 KB hold no control bytes but whitespace; else for binary. A file that does
-            not parse in the format taken is read in the other one if it parses there with no
-            unknown fields (``t.format`` says which); otherwise the first error is raised.
-        threads: parser threads; 0 uses every core (values above the number of cores are
-            capped).
-        cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the
-            file's path, size and mtime and the tracecore version; an unchanged file is then
-            memory-mapped from the cache instead of parsed. A directory written by
-            :meth:`Trace.to_parquet` is opened directly.
-        progress: show a progress bar with MB/s on stderr for opens that take over a second.
-
-    Raises:
-        TraceFormatError: the file is not a valid trace (the message says where and why).
-        OSError: the file cannot be read.
-        TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
-            ``progress`` not a bool).
-        ValueError: ``format`` is not one of the three, or ``threads`` is negative.
-    """
-    if format not in _FORMATS:
-        raise ValueError(f"format must be one of {_FORMATS}, not {format!r}")
-    threads = check_threads(threads)
-    cache = check_flag(cache, "cache")
-    progress = check_flag(progress, "progress")
-    path_str = os.fspath(path)
-    if os.path.isdir(path_str):
-        from .export import open_parquet_dir
-
-        return open_parquet_dir(path_str)
-    if cache:
-        from .cache import open_cached
-
-        return open_cached(path_str, format=format, threads=threads, progress=progress)
-    return _open_parsed(path_str, format=format, threads=threads, progress=progress)
-
-
-def _open_parsed(path_str: str, *, format: str, threads: int, progress: bool) -> Trace:
-    """Parses ``path_str`` (no cache). With ``progress``, opens that take over a second show
-    a line on stderr with the size, the elapsed time and the throughput (see :mod:`.progress`)."""
-    from .progress import Progress
-
-    with builtins.open(path_str, "rb") as f:
-        head = f.read(_HEAD_BYTES)
-        st = os.fstat(f.fileno())
-    label = f"parsing {os.path.basename(path_str)}"
-    try:
-        with Progress(label, st.st_size, enabled=progress):
-            if head[:2] == _GZIP_MAGIC:
-                data = _read_gzip(path_str)
-                head = data[:_HEAD_BYTES]
-                try:
-                    core = _core.open_bytes(data, format, threads)
-                finally:
-                    # An error's traceback keeps this frame (open_many keeps the errors): not
-                    # the whole decompressed file with it.
-                    del data
-            else:
-                core = _core.open_file(path_str, format, threads)
-    except TraceFormatError as e:
-        raise _reraise_with_path(_explained(e, head, format), path_str) from None
-    # The identity of the parsed file (taken before parsing): exports record it so that a
-    # reopened copy re-parses the source for queries only if it is still the same file.
-    source = {"source": os.path.abspath(path_str), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    return Trace(core, path_str, meta=source)
-
-
-class Trace:
+class Trace(TableAttributes):
     """A parsed trace. Every table is a :class:`pyarrow.Table` whose buffers are owned by the
     native core and stay valid for as long as any table (or slice of one) is alive, even after
-    the Trace itself is gone."""
+    the Trace itself is gone.
 
-    def __init__(self, core: _core.Trace | None, source: str | None = None,
-                 tables: dict[str, pa.Table] | None = None, meta: dict[str, Any] | None = None) -> None:
-        # A Trace is backed by the native core (parsed) or by tables read back from a cache or
-        # Parquet directory (core is None; queries then need the core and re-import is lazy).
+    Every table the core lists (:attr:`table_names`) is ``t.table(name)`` and ``t.<name>``."""
+
+    def __init__(
+        self,
+        info: TraceInfo,
+        *,
+        core: _core.Trace | None = None,
+        tables: Mapping[str, pa.Table] | None = None,
+        rebuild_core: Callable[[], _core.Trace] | None = None,
+    ) -> None:
+        """``core``: the native core, when there is one yet. ``tables``: tables already at hand
+        (read back from files); the others are exported by the core. ``rebuild_core``: how to
+        get the core when there is none yet (the queries and the missing tables need it)."""
+        self._info = info
         self._core = core
-        self._source = source
         self._tables: dict[str, pa.Table] = dict(tables or {})
-        self._meta = dict(meta or {})
+        self._events_with_names: pa.Table | None = None
+        self._rebuild_core = rebuild_core
+
+    @classmethod
+    def from_core(
+        cls, core: _core.Trace, source: str | None = None, source_file: SourceFile | None = None
+    ) -> Trace:
+        """A Trace over a parsed native core."""
+        stats = dict(core.stats())
+        info = TraceInfo(core.kind, core.format, int(core.num_events), stats, source, source_file)
+        return cls(info, core=core)
+
+    @classmethod
+    def from_stored(
+        cls,
+        tables: Mapping[str, pa.Table],
+        meta: Mapping[str, Any],
+        *,
+        source: str | None,
+        loaded_from: str,
+        load_seconds: float,
+    ) -> Trace:
+        """A Trace over tables read back from a store (a cache entry, a Parquet directory),
+        described by ``meta`` as :func:`tracecore.stored.trace_meta` wrote it; its queries
+        re-parse the unchanged source (see :mod:`.stored`)."""
+        from . import stored
+
+        info = stored.stored_info(
+            meta, source=source, loaded_from=loaded_from, load_seconds=load_seconds
+        )
+        recorded = dict(meta)
+        return cls(info, tables=tables, rebuild_core=lambda: stored.reparse(recorded, source))
 
     # -- tables ----------------------------------------------------------------------------
     def table(self, name: str) -> pa.Table:
@@ -256,44 +111,15 @@ class Trace:
         return cached
 
     def _ensure_core(self) -> _core.Trace:
-        """The native core, re-parsed from the source file when this Trace was read back from
-        a cache or a Parquet directory (tables only; the queries need the core).
-
-        The source is re-parsed only if it still has the size and mtime recorded when the
-        tables were written, so a query never mixes the stored tables with a changed file.
+        """The native core; built on first use when this Trace was read back from stored tables.
 
         Raises:
-            tracecore.export.SourceUnavailableError: the source is gone or has changed.
+            tracecore.stored.SourceUnavailableError: the source is gone or has changed.
         """
-        if self._core is not None:
-            return self._core
-        from .export import SourceUnavailableError
-
-        meta = self._meta
-        source = meta.get("source") or self._source
-        what = "this trace was read back from stored tables"
-        if not source:
-            raise SourceUnavailableError(f"{what} without a source path; queries need the source")
-        try:
-            st = os.stat(source)
-        except OSError:
-            raise SourceUnavailableError(
-                f"{what}; queries re-parse the source {source!r}, which is no longer there"
-            ) from None
-        if st.st_size != meta.get("size") or st.st_mtime_ns != meta.get("mtime_ns"):
-            raise SourceUnavailableError(
-                f"{what}; queries re-parse the source {source!r}, which has changed since "
-                f"(size/mtime differ): open the file again"
-            )
-        parsed = _open_parsed(
-            source, format=meta.get("format", "auto"), threads=0, progress=False
-        )
-        expected = meta.get("counts", {}).get("events")
-        if expected is not None and len(parsed) != expected:
-            raise SourceUnavailableError(
-                f"{what}; re-parsing {source!r} gave {len(parsed)} events, not {expected}"
-            )
-        self._core = parsed._core
+        if self._core is None:
+            if self._rebuild_core is None:
+                raise RuntimeError("this Trace has neither a native core nor a way to build one")
+            self._core = self._rebuild_core()
         return self._core
 
     @property
@@ -309,13 +135,11 @@ class Trace:
     def events(self) -> pa.Table:
         """One row per NodeExecStats, in file order, times in absolute nanoseconds, plus the
         name-derived ``forward_scope`` and ``phase`` columns."""
-        cached = self._tables.get("events+names")
-        if cached is None:
+        if self._events_with_names is None:
             from .names import add_name_columns
 
-            cached = add_name_columns(self.table("events"))
-            self._tables["events+names"] = cached
-        return cached
+            self._events_with_names = add_name_columns(self.table("events"))
+        return self._events_with_names
 
     @property
     def tensors(self) -> pa.Table:
@@ -354,20 +178,21 @@ class Trace:
 
     # -- exports, names (implemented in their own modules) ------------------------------------
     def to_parquet(self, directory: str | os.PathLike[str], compression: Any = "zstd") -> Path:
-        """Writes one Parquet file per table plus ``tracecore.json``; see :mod:`tracecore.export`."""
-        from .export import to_parquet
+        """Writes one Parquet file per table plus ``tracecore.json``; see
+        :mod:`tracecore.parquet`."""
+        from .parquet import to_parquet
 
         return to_parquet(self, directory, compression=compression)
 
     def to_chrome_trace(self, path: str | os.PathLike[str], *, show_memory: bool = True) -> Path:
         """Writes a Chrome trace-event JSON (``.gz`` when the name ends so) for Perfetto."""
-        from .export import to_chrome_trace
+        from .chrome import to_chrome_trace
 
         return to_chrome_trace(self, path, show_memory=show_memory)
 
     def sql(self, query: str) -> pa.Table:
         """Runs SQL over the tables (registered as views) with DuckDB (``tracecore[duckdb]``)."""
-        from .export import sql
+        from .sql import sql
 
         return sql(self, query)
 
@@ -385,7 +210,7 @@ class Trace:
 
     def shape_listing(self) -> str:
         """Per-node shape listing in the format of TensorFlow's shape dumps."""
-        from .names import shape_listing
+        from .listing import shape_listing
 
         return shape_listing(self)
 
@@ -411,7 +236,9 @@ class Trace:
         mask[ids] = 1
         return mask
 
-    def overlaps(self, left: Any = None, right: Any = None, *, same_device: bool = True) -> pa.Table:
+    def overlaps(
+        self, left: Any = None, right: Any = None, *, same_device: bool = True
+    ) -> pa.Table:
         """Pairs of events whose ``[start_ns, end_ns)`` intervals overlap.
 
         With no arguments: every unordered overlapping pair once (``left < right``). With
@@ -448,10 +275,12 @@ class Trace:
 
     def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
         """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
-        ``utilization``, ``max_concurrency`` and ``idle_gaps``; with ``bin_ns``, the busy fraction of
-        every time bin (a utilization timeline)."""
+        ``utilization``, ``max_concurrency`` and ``idle_gaps``; with ``bin_ns``, the busy fraction
+        of every time bin (a utilization timeline)."""
         if by != "device":
-            raise ValueError(f"occupancy is computed per device block; by must be 'device', not {by!r}")
+            raise ValueError(
+                f"occupancy is computed per device block; by must be 'device', not {by!r}"
+            )
         if bin_ns is not None:
             bin_ns = check_ns(bin_ns, "bin_ns")
             if bin_ns <= 0:
@@ -466,7 +295,7 @@ class Trace:
         ``baseline="snapshot"`` (records only) aligns the level with the allocator's first
         ``allocator_bytes_in_use`` snapshot. ``allocator``: replay that allocator only (a
         ``KeyError`` names the allocators when the trace has no such one)."""
-        return replay(self, source, allocator, baseline)
+        return replay(self, self._ensure_core, source, allocator, baseline)
 
     def op_stats(self, by: str = "op") -> pa.Table:
         """Time per op type (``by="op"``), node (``"node_name"``) or device block (``"device"``):
@@ -477,16 +306,22 @@ class Trace:
     @property
     def kind(self) -> str:
         """"StepStats" or "RunMetadata"."""
-        return self._core.kind if self._core is not None else self._meta["kind"]
+        return self._info.kind
 
     @property
     def format(self) -> str:
         """"text" or "binary"."""
-        return self._core.format if self._core is not None else self._meta["format"]
+        return self._info.format
 
     @property
     def source(self) -> str | None:
-        return self._source
+        return self._info.source
+
+    @property
+    def source_file(self) -> SourceFile | None:
+        """The parsed file's absolute path, size and mtime, taken before parsing (None when
+        unknown, e.g. tables stored without a source)."""
+        return self._info.source_file
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -494,24 +329,16 @@ class Trace:
 
         For a trace read back from a cache or Parquet directory these are the figures of the
         original parse, plus ``loaded_from`` ("cache" or "parquet") and ``load_seconds``."""
-        if self._core is not None and "loaded_from" not in self._meta:
-            return dict(self._core.stats())
-        stats = dict(self._meta.get("stats", {}))
-        for key in ("loaded_from", "load_seconds"):
-            if key in self._meta:
-                stats[key] = self._meta[key]
-        return stats
+        return dict(self._info.stats)
 
     def __len__(self) -> int:
-        if self._core is not None:
-            return int(self._core.num_events)
-        return int(self._meta["counts"]["events"])
+        return self._info.num_events
 
     def __repr__(self) -> str:
         s = self.stats
         mb = s["bytes"] / 1e6
         origin = f", from {s['loaded_from']}" if "loaded_from" in s else ""
-        source = os.fsdecode(self._source) if self._source is not None else None
+        source = os.fsdecode(self.source) if self.source is not None else None
         return (
             f"<tracecore.Trace {self.kind} ({self.format}, {mb:.2f} MB{origin}) from "
             f"{source!r}: {s['events']} events on {s['devices']} device blocks, "

@@ -1,0 +1,61 @@
+"""Argument checks shared by the public functions: each returns the checked value or raises
+TypeError / ValueError with a message that names the argument."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pyarrow as pa
+
+# Parser threads beyond this are capped: the core never runs more threads than it has cores.
+MAX_THREADS = 1024
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def as_int(value: object) -> int | None:
+    """``value`` as a Python int if it is an integer (int, numpy integer, pyarrow integer
+    scalar; not a bool, not a float that would be truncated), else None."""
+    if isinstance(value, pa.Scalar):
+        value = value.as_py()
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def check_threads(threads: object, what: str = "threads") -> int:
+    """``threads`` checked (an int >= 0) and capped at a value the core accepts."""
+    value = as_int(threads)
+    if value is None:
+        raise TypeError(f"{what} must be an int >= 0, not {type(threads).__name__} {threads!r}")
+    if value < 0:
+        raise ValueError(f"{what} must be >= 0, not {value}")
+    return min(value, MAX_THREADS)
+
+
+def check_flag(value: object, what: str) -> bool:
+    """``value`` if it is a bool (or 0 or 1); a string such as ``"no"`` would otherwise read as
+    true."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    number = as_int(value)
+    if number in (0, 1):
+        return bool(number)
+    raise TypeError(f"{what} must be True or False, not {type(value).__name__} {value!r}")
+
+
+def check_ns(value: object, what: str) -> int:
+    """``value`` checked as an int64 number of nanoseconds (an integer, not a float that would
+    be truncated)."""
+    number = as_int(value)
+    if number is None:
+        raise TypeError(
+            f"{what} must be an int (nanoseconds), not {type(value).__name__} {value!r}"
+        )
+    if not INT64_MIN <= number <= INT64_MAX:
+        raise ValueError(f"{what} must fit in int64 (nanoseconds), not {number}")
+    return number

@@ -1,0 +1,79 @@
+"""Grouped interval statistics for the Python layer, computed by the native core's one engine
+(the ``group_stats`` query, which also serves ``Trace.op_stats``): per group the number of
+intervals, the sum and maximum of their lengths, the busy time (length of the union of the
+group's intervals), the first start and last end, and the sum of a weight column. Sums that do
+not fit int64 raise OverflowError instead of wrapping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _core
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """One entry per group id; a group without intervals has zeros."""
+
+    n_events: np.ndarray
+    total_ns: np.ndarray
+    max_ns: np.ndarray
+    busy_ns: np.ndarray
+    first_start_ns: np.ndarray
+    last_end_ns: np.ndarray
+    weight: np.ndarray | None  # the sum of the weight column, when one was given
+
+
+def _int64(values: Any, what: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"{what} must hold integers, not {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise OverflowError(f"{what} does not fit int64")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def group_stats(
+    start: Any, end: Any, group: Any, n_groups: int, weight: Any = None
+) -> GroupStats:
+    """Statistics of the intervals ``[start, end)`` (an end before its start counts as the
+    start) per group id in ``[0, n_groups)``; rows with a negative id are in no group.
+
+    Raises:
+        ValueError: columns of different lengths, or an id at or above ``n_groups``.
+        OverflowError: a sum or length that does not fit int64.
+    """
+    out = _core.group_stats(
+        _int64(start, "start"),
+        _int64(end, "end"),
+        _int64(group, "group"),
+        int(n_groups),
+        None if weight is None else _int64(weight, "weight"),
+    )
+    return GroupStats(
+        n_events=out["n_events"],
+        total_ns=out["total_ns"],
+        max_ns=out["max_ns"],
+        busy_ns=out["busy_ns"],
+        first_start_ns=out["first_start_ns"],
+        last_end_ns=out["last_end_ns"],
+        weight=out.get("weight"),
+    )
+
+
+def union_length(start: Any, end: Any) -> int:
+    """Length of the union of the half-open intervals ``[start, end)``."""
+    starts = _int64(start, "start")
+    return int(group_stats(starts, end, np.zeros(len(starts), dtype=np.int64), 1).busy_ns[0])
+
+
+def grouped_sum(values: Any, group: Any, n_groups: int) -> np.ndarray:
+    """The sum of ``values`` per group id in ``[0, n_groups)`` (negative ids: no group),
+    checked: a sum that does not fit int64 raises OverflowError."""
+    zeros = np.zeros(len(np.asarray(values)), dtype=np.int64)
+    weights = group_stats(zeros, zeros, group, n_groups, weight=values).weight
+    assert weights is not None
+    return weights

@@ -1,0 +1,151 @@
+"""Stored traces: what a stored copy of a trace's tables records, and what a Trace made again
+from such tables (a cache entry, :mod:`.cache`, or a Parquet directory, :mod:`.parquet`) is and
+does (``Trace.from_stored`` puts the two together).
+
+A stored trace has the tables and figures of the original parse. The queries (``overlaps``,
+``window``, ``occupancy``, ``replay``, ``op_stats``) need the native core, which is rebuilt on
+first use by re-parsing the source file, but only if that file is still there with the size and
+mtime recorded when the tables were written; otherwise they raise
+:class:`SourceUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import _core, _version
+from .parsing import parse_core
+from .traceinfo import SourceFile, TraceInfo
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+#: Version of the metadata layout (``tracecore.json`` of a Parquet directory).
+LAYOUT_VERSION = 1
+
+
+class SourceUnavailableError(RuntimeError):
+    """A query needs the native core of a trace read back from a cache or a Parquet directory,
+    and its source file is gone or has changed since the tables were written."""
+
+
+def trace_meta(trace: Trace) -> dict[str, Any]:
+    """What a stored copy of ``trace`` records about it: source identity, kind, format,
+    row counts and the parse statistics."""
+    stats = {k: v for k, v in trace.stats.items() if k not in ("loaded_from", "load_seconds")}
+    counts = {name: trace.table(name).num_rows for name in trace.table_names}
+    source_file = trace.source_file
+    if source_file is not None:
+        source: str | None = source_file.path
+        size: int | None = source_file.size
+        mtime_ns: int | None = source_file.mtime_ns
+    else:
+        source = os.path.abspath(trace.source) if trace.source else None
+        size = mtime_ns = None
+    return {
+        "layout_version": LAYOUT_VERSION,
+        "tracecore_version": _version.__version__,
+        "source": source,
+        "size": size,
+        "mtime_ns": mtime_ns,
+        "kind": trace.kind,
+        "format": trace.format,
+        "counts": counts,
+        "stats": stats,
+    }
+
+
+def stored_info(
+    meta: Mapping[str, Any], *, source: str | None, loaded_from: str, load_seconds: float
+) -> TraceInfo:
+    """What a trace read back from a store is, from ``meta`` (as :func:`trace_meta` wrote it):
+    the figures of the original parse plus ``loaded_from`` and ``load_seconds``. ``source``:
+    the path it reports as :attr:`Trace.source`."""
+    stats = dict(meta.get("stats", {}))
+    stats["loaded_from"] = loaded_from
+    stats["load_seconds"] = load_seconds
+    path, size, mtime_ns = meta.get("source"), meta.get("size"), meta.get("mtime_ns")
+    source_file = None
+    if isinstance(path, str) and isinstance(size, int) and isinstance(mtime_ns, int):
+        source_file = SourceFile(path, size, mtime_ns)
+    return TraceInfo(
+        kind=meta["kind"],
+        format=meta["format"],
+        num_events=int(meta["counts"]["events"]),
+        stats=stats,
+        source=source,
+        source_file=source_file,
+    )
+
+
+def reparse(meta: Mapping[str, Any], source: str | None = None) -> _core.Trace:
+    """The native core of a stored trace, re-parsed from its source file.
+
+    The source is re-parsed only if it still has the size and mtime recorded when the tables
+    were written, so a query never mixes the stored tables with a changed file.
+
+    Raises:
+        SourceUnavailableError: the source is gone or has changed.
+    """
+    path = meta.get("source") or source
+    what = "this trace was read back from stored tables"
+    if not path:
+        raise SourceUnavailableError(f"{what} without a source path; queries need the source")
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise SourceUnavailableError(
+            f"{what}; queries re-parse the source {path!r}, which is no longer there"
+        ) from None
+    if st.st_size != meta.get("size") or st.st_mtime_ns != meta.get("mtime_ns"):
+        raise SourceUnavailableError(
+            f"{what}; queries re-parse the source {path!r}, which has changed since "
+            f"(size/mtime differ): open the file again"
+        )
+    core, _ = parse_core(path, format=meta.get("format", "auto"), threads=0)
+    expected = meta.get("counts", {}).get("events")
+    if expected is not None and core.num_events != expected:
+        raise SourceUnavailableError(
+            f"{what}; re-parsing {path!r} gave {core.num_events} events, not {expected}"
+        )
+    return core
+
+
+def compact_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with every dictionary column's dictionary cut down to the values it uses.
+
+    The native core exports one shared string pool as the dictionary of every string column;
+    stored as is, each column would carry the whole pool."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_dictionary(column.type):
+            column = pa.chunked_array(
+                [_compact_dictionary(chunk) for chunk in column.chunks], type=column.type
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+def _compact_dictionary(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
+    dictionary = chunk.dictionary
+    indices = chunk.indices
+    codes = indices.fill_null(0).to_numpy(zero_copy_only=False)
+    if indices.null_count:
+        counts = np.bincount(
+            codes[~indices.is_null().to_numpy(zero_copy_only=False)], minlength=len(dictionary)
+        )
+    else:
+        counts = np.bincount(codes, minlength=len(dictionary))
+    used = np.flatnonzero(counts)
+    if len(used) == len(dictionary):
+        return chunk
+    remap = np.zeros(len(dictionary), dtype=codes.dtype)
+    remap[used] = np.arange(len(used), dtype=codes.dtype)
+    mask = indices.is_null().to_numpy(zero_copy_only=False) if indices.null_count else None
+    new_indices = pa.array(remap[codes], type=indices.type, mask=mask)
+    return pa.DictionaryArray.from_arrays(new_indices, dictionary.take(pa.array(used)))
