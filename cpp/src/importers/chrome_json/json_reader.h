@@ -1,0 +1,376 @@
+// A validating pull parser over a byte range (a mapped file): the caller walks the document
+// with EnterObject / NextMember, EnterArray / NextElement and the Read* calls, and SkipValue
+// steps over a value it does not need (checking it all the same). Nothing is allocated per
+// value: plain strings are views into the input; strings with escapes or replaced bytes are
+// written into scratch room that lives until ResetScratch.
+//
+// What it accepts is RFC 8259 JSON, with these defined outcomes:
+//   * Strings: escapes decoded (\uXXXX, surrogate pairs joined). A lone surrogate escape,
+//     invalid UTF-8 and raw control characters (< 0x20) are errors, or each becomes U+FFFD
+//     when ReaderOptions::replace_invalid is set (errors="replace"); an ill-formed UTF-8
+//     sequence is replaced per maximal subpart, as Python's bytes.decode(errors="replace").
+//   * Numbers: the JSON grammar only; NaN, Infinity, -Infinity, leading zeros, '+', '.5' are
+//     errors. Integers within int64 are exact; integers past int64 are numbers whose double is
+//     the nearest one; doubles are correctly rounded (json_numbers.h), 1e400 is inf and
+//     1e-400 is 0, as in Python.
+//   * Trailing commas are errors. Duplicate keys are handed out as they come (the Chrome event
+//     decoder keeps the last, as Python's dict does).
+//   * Nesting deeper than ReaderOptions::max_depth (default 1000, at most kMaxDepthLimit) is
+//     an error; no recursion is driven by the input.
+//   * A UTF-8 byte order mark before the value is skipped (as json.loads does for bytes);
+//     anything but whitespace after the value is an error.
+// Errors are TraceFormatError::AtText with the 1-based line and column (in bytes) of the
+// offending byte; they are computed only when an error is raised.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "importers/chrome_json/json_value.h"
+#include "importers/chrome_json/scratch_arena.h"
+#include "importers/chrome_json/wide_scan.h"
+#include "importers/text_proto/swar.h"
+
+namespace tracecore::json {
+
+struct ReaderOptions {
+  bool replace_invalid = false;  // errors="replace": bad bytes become U+FFFD
+  uint32_t max_depth = 1000;     // containers open at once
+};
+
+// The line and column (1-based, bytes) of offset `at` in [begin, ...): counted when asked.
+void LineColumn(const char* begin, const char* at, uint64_t* line, uint64_t* column);
+TraceFormatError ErrorAt(const char* begin, const char* at, const std::string& what);
+
+class JsonReader {
+ public:
+  static constexpr uint32_t kMaxDepthLimit = 4096;
+
+  JsonReader(const char* begin, const char* end, const ReaderOptions& options = {});
+
+  // The kind of the next value (whitespace skipped); an error at the end of the input or on a
+  // byte that starts no value.
+  ValueKind Peek() {
+    SkipSpace();
+    if (p_ < end_) {
+      switch (*p_) {
+        case '{': return ValueKind::kObject;
+        case '[': return ValueKind::kArray;
+        case '"': return ValueKind::kString;
+        case 't': return ValueKind::kTrue;
+        case 'f': return ValueKind::kFalse;
+        case 'n': return ValueKind::kNull;
+        default:
+          if (*p_ == '-' || IsDigit(*p_)) return ValueKind::kNumber;
+      }
+    }
+    FailValue();
+  }
+
+  // Objects: EnterObject, then NextMember until it returns false (it consumed the '}').
+  // NextMember leaves the reader at the member's value.
+  void EnterObject() {
+    SkipSpace();
+    if (p_ >= end_ || *p_ != '{') FailExpected("'{'");
+    Open(true);
+  }
+  bool NextMember(std::string_view* key) {
+    SkipSpace();
+    if (after_open_) {
+      after_open_ = false;
+      if (p_ < end_ && *p_ == '}') return Close();
+    } else if (p_ < end_ && *p_ == ',') {
+      ++p_;
+      SkipSpace();
+      if (p_ < end_ && *p_ == '}') Fail(p_, "trailing comma before '}'");
+    } else if (p_ < end_ && *p_ == '}') {
+      return Close();
+    } else {
+      FailExpected("',' or '}' after an object member");
+    }
+    *key = ReadKeyAndColon();
+    return true;
+  }
+
+  // Arrays: EnterArray, then NextElement until it returns false (it consumed the ']').
+  void EnterArray() {
+    SkipSpace();
+    if (p_ >= end_ || *p_ != '[') FailExpected("'['");
+    Open(false);
+  }
+  bool NextElement() {
+    SkipSpace();
+    if (after_open_) {
+      after_open_ = false;
+      if (p_ < end_ && *p_ == ']') return Close();
+      return true;
+    }
+    if (p_ < end_ && *p_ == ',') {
+      ++p_;
+      SkipSpace();
+      if (p_ < end_ && *p_ == ']') Fail(p_, "trailing comma before ']'");
+      return true;
+    }
+    if (p_ < end_ && *p_ == ']') return Close();
+    FailExpected("',' or ']' after an array element");
+  }
+
+  // The next value, which must be a string: decoded, valid UTF-8.
+  std::string_view ReadString() {
+    SkipSpace();
+    if (p_ >= end_ || *p_ != '"') FailExpected("a string");
+    return ScanString();
+  }
+
+  // The next value, which must be a number: its text, and its int64 value when it is an
+  // integer literal within int64 (Value::is_int).
+  Value ReadNumber() {
+    SkipSpace();
+    return ScanNumber();
+  }
+
+  // The next value as an int64: an integer literal within int64, else an error naming `what`.
+  int64_t ReadInt64(const char* what) {
+    SkipSpace();
+    const char* at = p_;
+    const Value v = ScanNumber();
+    if (!v.is_int) Fail(at, std::string(what) + ": expected an integer within int64");
+    return v.int_value;
+  }
+
+  // The next value, a number, as round(value * 10^scale) (json_numbers.h), exact. `what`
+  // names it in errors. Short decimals with at most `scale` fraction digits take a SWAR path.
+  int64_t ReadDecimalScaled(int scale, const char* what) {
+    SkipSpace();
+    // Loads reach at most 26 bytes past p_. LeadingDigits < 8 means a non-digit ends the run
+    // inside the word, so the whole run was seen.
+    if (end_ - p_ >= 32 && scale <= 9) {
+      const char* q = p_;
+      const bool negative = *q == '-';
+      q += negative;
+      const uint64_t w = swar::Load(q);
+      int n = swar::LeadingDigits(w);
+      bool ok = n > 0 && (n == 1 || q[0] != '0');
+      uint64_t whole = 0;
+      if (n < 8) {
+        if (ok) whole = swar::FirstDigits(w, n);
+      } else {
+        const uint64_t w2 = swar::Load(q + 8);
+        const int n2 = swar::LeadingDigits(w2);
+        ok = ok && n2 < 8;
+        if (ok) whole = swar::EightDigits(w) * kPow10[n2] + (n2 > 0 ? swar::FirstDigits(w2, n2) : 0);
+        n = 8 + n2;
+      }
+      if (ok && n + scale <= 18) {
+        q += n;
+        uint64_t frac = 0;
+        int nf = 0;
+        if (*q == '.') {
+          const uint64_t f = swar::Load(q + 1);
+          nf = swar::LeadingDigits(f);
+          ok = nf > 0 && nf <= scale && nf < 8;
+          if (ok) frac = swar::FirstDigits(f, nf);
+          q += 1 + nf;
+        }
+        if (ok && (*q | 0x20) != 'e') {
+          const uint64_t v = whole * kPow10[scale] + frac * kPow10[scale - nf];
+          p_ = q;
+          return negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+        }
+      }
+    }
+    return DecimalSlow(scale, what);
+  }
+
+  bool ReadBool() {
+    const ValueKind k = Peek();
+    if (k != ValueKind::kTrue && k != ValueKind::kFalse) FailExpected("true or false");
+    ScanLiteral();
+    return k == ValueKind::kTrue;
+  }
+  void ReadNull() {
+    if (Peek() != ValueKind::kNull) FailExpected("null");
+    ScanLiteral();
+  }
+
+  // Any value, typed: strings decoded, numbers as in ReadNumber, objects and arrays skipped
+  // (checked) and given as raw text.
+  Value ReadValue();
+
+  // Steps over the next value, checking it; returns its raw text. In errors="replace" mode
+  // the text is a copy with bad bytes inside strings replaced, so it is valid UTF-8.
+  std::string_view SkipValue();
+
+  // Only whitespace may follow.
+  void ExpectEnd() {
+    SkipSpace();
+    if (p_ != end_) Fail(p_, "unexpected data after the JSON value");
+  }
+
+  // Frees the scratch room: every string view the reader handed out before is invalid after.
+  void ResetScratch() { scratch_.Reset(); }
+
+  const char* begin() const { return begin_; }
+  const char* end() const { return end_; }
+  const char* pos() const { return p_; }
+  uint32_t depth() const { return depth_; }
+  bool at_end() {
+    SkipSpace();
+    return p_ >= end_;
+  }
+
+  [[noreturn]] void Fail(const char* at, const std::string& what) const;
+  // "expected <what>, found <the byte at the current position>".
+  [[noreturn]] void FailExpected(const char* what) const;
+
+  __attribute__((always_inline)) void SkipSpace() {
+    if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;
+    SkipSpaceSlow();
+  }
+
+ private:
+  static bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+  static constexpr uint64_t kPow10[19] = {1ull,
+                                          10ull,
+                                          100ull,
+                                          1000ull,
+                                          10000ull,
+                                          100000ull,
+                                          1000000ull,
+                                          10000000ull,
+                                          100000000ull,
+                                          1000000000ull,
+                                          10000000000ull,
+                                          100000000000ull,
+                                          1000000000000ull,
+                                          10000000000000ull,
+                                          100000000000000ull,
+                                          1000000000000000ull,
+                                          10000000000000000ull,
+                                          100000000000000000ull,
+                                          1000000000000000000ull};
+
+  void Open(bool object) {
+    if (depth_ >= max_depth_) Fail(p_, "nesting deeper than " + std::to_string(max_depth_) + " levels");
+    ++depth_;
+    const uint64_t bit = uint64_t{1} << (depth_ & 63);
+    if (object) {
+      stack_[depth_ >> 6] |= bit;
+    } else {
+      stack_[depth_ >> 6] &= ~bit;
+    }
+    ++p_;
+    after_open_ = true;
+  }
+  bool Close() {
+    ++p_;
+    --depth_;
+    return false;
+  }
+  bool TopIsObject() const { return (stack_[depth_ >> 6] >> (depth_ & 63)) & 1; }
+
+  // At a '"' (not checked): the string, the reader after its closing quote.
+  std::string_view ScanString() {
+    const char* s = p_ + 1;
+    const char* q = s;
+    while (end_ - q >= wide::kWidth) {
+      const wide::Mask m = wide::StringStops(q);
+      if (m != 0) {
+        q += wide::FirstStop(m);
+        if (*q == '"') {
+          p_ = q + 1;
+          return std::string_view(s, static_cast<size_t>(q - s));
+        }
+        break;
+      }
+      q += wide::kWidth;
+    }
+    return StringSlow(s, q);
+  }
+
+  std::string_view ReadKeyAndColon() {
+    if (p_ >= end_ || *p_ != '"') FailExpected("a string key");
+    const std::string_view key = ScanString();
+    if (p_ < end_ && *p_ == ':') {
+      ++p_;
+    } else {
+      SkipSpace();
+      if (p_ >= end_ || *p_ != ':') FailExpected("':' after an object key");
+      ++p_;
+    }
+    return key;
+  }
+
+  // At the first byte of a number (whitespace skipped).
+  Value ScanNumber() {
+    const char* s = p_;
+    const char* q = s;
+    const bool negative = q < end_ && *q == '-';
+    q += negative;
+    if (q >= end_ || !IsDigit(*q)) FailNumber(q);
+    uint64_t magnitude = 0;
+    int digits = 0;
+    if (*q == '0') {
+      ++q;
+      digits = 1;
+    } else {
+      do {
+        magnitude = magnitude * 10 + static_cast<uint64_t>(*q - '0');
+        ++q;
+        ++digits;
+      } while (q < end_ && IsDigit(*q));
+    }
+    bool integer = true;
+    if (q < end_ && *q == '.') {
+      integer = false;
+      ++q;
+      if (q >= end_ || !IsDigit(*q)) FailNumber(q);
+      do ++q;
+      while (q < end_ && IsDigit(*q));
+    }
+    if (q < end_ && (*q | 0x20) == 'e') {
+      integer = false;
+      ++q;
+      if (q < end_ && (*q == '+' || *q == '-')) ++q;
+      if (q >= end_ || !IsDigit(*q)) FailNumber(q);
+      do ++q;
+      while (q < end_ && IsDigit(*q));
+    }
+    p_ = q;
+    Value v;
+    v.kind = ValueKind::kNumber;
+    v.text = std::string_view(s, static_cast<size_t>(q - s));
+    // Nineteen digits never wrap a uint64; twenty or more may, and never fit.
+    const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
+    if (integer && digits <= 19 && magnitude <= limit) {
+      v.is_int = true;
+      v.int_value = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+    }
+    return v;
+  }
+
+  void ScanLiteral();
+  void SkipSpaceSlow();
+  std::string_view StringSlow(const char* s, const char* q);
+  std::string_view DecodeString(const char* s, const char* q);
+  std::string_view FixRaw(std::string_view raw);
+  int64_t DecimalSlow(int scale, const char* what);
+  [[noreturn]] void FailValue() const;
+  [[noreturn]] void FailNumber(const char* at) const;
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  bool replace_invalid_;
+  bool after_open_ = false;
+  bool replaced_ = false;  // a string was rewritten with U+FFFD since SkipValue last asked
+  uint32_t depth_ = 0;
+  uint32_t max_depth_;
+  uint64_t stack_[kMaxDepthLimit / 64 + 1] = {};  // bit set: that depth is an object
+  ScratchArena scratch_;
+};
+
+}  // namespace tracecore::json
