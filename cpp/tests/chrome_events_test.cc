@@ -18,20 +18,28 @@ namespace {
 
 std::string ShowId(const IdField& id) {
   switch (id.kind) {
-    case IdField::Kind::kAbsent: return "-";
-    case IdField::Kind::kInt: return std::to_string(id.number);
-    case IdField::Kind::kString: return "'" + std::string(id.text) + "'";
+    case IdField::Kind::kAbsent:
+      return "-";
+    case IdField::Kind::kInt:
+      return std::to_string(id.number);
+    case IdField::Kind::kString:
+      return "'" + std::string(id.text) + "'";
   }
   return "?";
 }
 
 std::string ShowValue(const tracecore::json::Value& v) {
   switch (v.kind) {
-    case ValueKind::kString: return "'" + std::string(v.text) + "'";
-    case ValueKind::kNumber: return v.is_int ? "i" + std::to_string(v.int_value) : "d" + std::string(v.text);
-    case ValueKind::kObject: return "obj" + std::string(v.text);
-    case ValueKind::kArray: return "list" + std::string(v.text);
-    default: return std::string(v.text);
+    case ValueKind::kString:
+      return "'" + std::string(v.text) + "'";
+    case ValueKind::kNumber:
+      return v.is_int ? "i" + std::to_string(v.int_value) : "d" + std::string(v.text);
+    case ValueKind::kObject:
+      return "obj" + std::string(v.text);
+    case ValueKind::kArray:
+      return "list" + std::string(v.text);
+    default:
+      return std::string(v.text);
   }
 }
 
@@ -43,7 +51,8 @@ class Recorder : public ChromeEventVisitor {
     lines.push_back("top " + std::string(key) + "=" + ShowValue(value));
   }
   void OnEvent(const ChromeEvent& e) override {
-    std::string s = "ev@" + std::to_string(e.offset) + " ph=" + (e.has(ChromeEvent::kPh) ? std::string(e.ph) : "-");
+    std::string s = "ev@" + std::to_string(e.offset) +
+                    " ph=" + (e.has(ChromeEvent::kPh) ? std::string(e.ph) : "-");
     if (e.has(ChromeEvent::kName)) s += " name=" + std::string(e.name);
     if (e.has(ChromeEvent::kCat)) s += " cat=" + std::string(e.cat);
     if (e.pid.present()) s += " pid=" + ShowId(e.pid);
@@ -124,15 +133,19 @@ TEST(ChromeEvents, KinetoEventsWithArgs) {
   EXPECT_EQ(r.lines[0], "top schemaVersion=i1");
   EXPECT_EQ(r.lines[1], "top deviceProperties=list[{\"id\": 0, \"name\": \"GPU\"}]");
   EXPECT_EQ(r.lines[2], "top distributedInfo=obj{\"rank\": 3}");
-  EXPECT_EQ(r.lines[3],
-            "ev@" + std::to_string(json.find("{\n    \"ph\": \"X\"")) +
-                " ph=X name=aten::linear cat=cpu_op pid=28777 tid=28777 ts=4762454534627543 dur=116960"
-                " args{External id:i3,Input Dims:list[[8, 20], [32]],Input type:list[\"float\"],ratio:d0.5,"
-                "ok:true,none:null}");
+  EXPECT_EQ(
+      r.lines[3],
+      "ev@" + std::to_string(json.find("{\n    \"ph\": \"X\"")) +
+          " ph=X name=aten::linear cat=cpu_op pid=28777 tid=28777 ts=4762454534627543 dur=116960"
+          " args{External id:i3,Input Dims:list[[8, 20], [32]],Input "
+          "type:list[\"float\"],ratio:d0.5,"
+          "ok:true,none:null}");
   EXPECT_EQ(r.lines[4].substr(r.lines[4].find(' ')),
             " ph=i name=[memory] cat=cpu_instant_event pid=28777 tid=28777 ts=4762454615850483 s=t"
-            " args{Total Reserved:i0,Total Allocated:i3608,Bytes:i-8,Device Id:i-1,Addr:i94385995339712}");
-  EXPECT_EQ(r.lines[5].substr(r.lines[5].find(' ')), " ph=f name=ac2g cat=ac2g pid=0 tid=7 ts=1500 id=8 bp=e");
+            " args{Total Reserved:i0,Total Allocated:i3608,Bytes:i-8,Device "
+            "Id:i-1,Addr:i94385995339712}");
+  EXPECT_EQ(r.lines[5].substr(r.lines[5].find(' ')),
+            " ph=f name=ac2g cat=ac2g pid=0 tid=7 ts=1500 id=8 bp=e");
   EXPECT_EQ(r.lines[6], "top traceName='x.pt.trace.json'");
   EXPECT_EQ(r.summary.events, 3u);
   EXPECT_FALSE(r.summary.bare_array);
@@ -147,8 +160,10 @@ TEST(ChromeEvents, XProfTrailingEmptyObjectIsSkipped) {
   ASSERT_EQ(r.lines.size(), 4u);
   EXPECT_EQ(r.lines[0], "top displayTimeUnit='ns'");
   EXPECT_EQ(r.lines[1], "top metadata=obj{\"highres-ticks\":true}");
-  EXPECT_EQ(r.lines[2].substr(r.lines[2].find(' ')), " ph=M name=process_name pid=701 args{name:'/host:CPU'}");
-  EXPECT_EQ(r.lines[3].substr(r.lines[3].find(' ')), " ph=X name=Region pid=701 tid=549701035 ts=46871465 dur=29624");
+  EXPECT_EQ(r.lines[2].substr(r.lines[2].find(' ')),
+            " ph=M name=process_name pid=701 args{name:'/host:CPU'}");
+  EXPECT_EQ(r.lines[3].substr(r.lines[3].find(' ')),
+            " ph=X name=Region pid=701 tid=549701035 ts=46871465 dur=29624");
   EXPECT_EQ(r.summary.events, 2u);
   EXPECT_EQ(r.summary.empty_objects, 1u);
 }
@@ -163,8 +178,10 @@ TEST(ChromeEvents, BareArrayAndTimelinePyStyle) {
   ASSERT_EQ(r.lines.size(), 3u);
   EXPECT_TRUE(r.summary.bare_array);
   EXPECT_EQ(r.lines[1].substr(r.lines[1].find(' ')),
-            " ph=X name=MatMul cat=Op pid=1 tid=0 ts=1500000000000000 dur=12000 args{name:'dense/MatMul',op:'MatMul',input0:'x'}");
-  EXPECT_EQ(r.lines[2].substr(r.lines[2].find(' ')), " ph=C name=Memory pid=2 ts=1250 args{cpu:i1024}");
+            " ph=X name=MatMul cat=Op pid=1 tid=0 ts=1500000000000000 dur=12000 "
+            "args{name:'dense/MatMul',op:'MatMul',input0:'x'}");
+  EXPECT_EQ(r.lines[2].substr(r.lines[2].find(' ')),
+            " ph=C name=Memory pid=2 ts=1250 args{cpu:i1024}");
 }
 
 TEST(ChromeEvents, FieldForms) {
@@ -177,7 +194,8 @@ TEST(ChromeEvents, FieldForms) {
   ASSERT_EQ(r.lines.size(), 4u);
   EXPECT_EQ(r.lines[0].substr(r.lines[0].find(' ')),
             " ph=X cat=a\xC3\xA9 pid='Spans' tid='PyTorch Profiler' ts=12500 dur=1000000");
-  EXPECT_EQ(r.lines[1].substr(r.lines[1].find(' ')), " ph=b ts=-3250 tts=7000 tdur=1 id='0x1f'(local) bind_id=4 s=g");
+  EXPECT_EQ(r.lines[1].substr(r.lines[1].find(' ')),
+            " ph=b ts=-3250 tts=7000 tdur=1 id='0x1f'(local) bind_id=4 s=g");
   EXPECT_EQ(r.lines[2].substr(r.lines[2].find(' ')), " ph=n id=6(global)");
   EXPECT_EQ(r.lines[3].substr(r.lines[3].find(' ')), " ph=n id=5");
 }
@@ -190,22 +208,28 @@ TEST(ChromeEvents, DuplicateKeysKeepTheLastValue) {
   EXPECT_EQ(r.lines[0].substr(r.lines[0].find(' ')), " ph=X name=b ts=2000 args{x:i3,y:i2}");
   // Many keys: the hash map takes over from the linear search, same outcome.
   std::string args;
-  for (int i = 0; i < 100; ++i) args += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
-  for (int i = 0; i < 100; i += 7) args += "\"k" + std::to_string(i) + "\": " + std::to_string(1000 + i) + ", ";
+  for (int i = 0; i < 100; ++i)
+    args += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+  for (int i = 0; i < 100; i += 7)
+    args += "\"k" + std::to_string(i) + "\": " + std::to_string(1000 + i) + ", ";
   args += "\"last\": 0";
   const Result many = Decode("[{\"ph\": \"C\", \"args\": {" + args + "}}]");
   ASSERT_EQ(many.lines.size(), 1u);
   std::string expect = " ph=C args{";
-  for (int i = 0; i < 100; ++i) expect += "k" + std::to_string(i) + ":i" + std::to_string(i % 7 == 0 ? 1000 + i : i) + ",";
+  for (int i = 0; i < 100; ++i)
+    expect += "k" + std::to_string(i) + ":i" + std::to_string(i % 7 == 0 ? 1000 + i : i) + ",";
   expect += "last:i0}";
   EXPECT_EQ(many.lines[0].substr(many.lines[0].find(' ')), expect);
 }
 
 TEST(ChromeEvents, ReplaceModeReachesEventStrings) {
-  const Result r = Decode("[{\"ph\": \"X\", \"name\": \"a\xFF\", \"args\": {\"k\": [\"\x01\"]}}]", true);
+  const Result r =
+      Decode("[{\"ph\": \"X\", \"name\": \"a\xFF\", \"args\": {\"k\": [\"\x01\"]}}]", true);
   ASSERT_EQ(r.lines.size(), 1u);
-  EXPECT_EQ(r.lines[0].substr(r.lines[0].find(' ')), " ph=X name=a\xEF\xBF\xBD args{k:list[\"\xEF\xBF\xBD\"]}");
-  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\",\n \"name\": \"a\xFF\"}]"), "line 2, column 12: invalid UTF-8 in a string (byte 0xFF)");
+  EXPECT_EQ(r.lines[0].substr(r.lines[0].find(' ')),
+            " ph=X name=a\xEF\xBF\xBD args{k:list[\"\xEF\xBF\xBD\"]}");
+  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\",\n \"name\": \"a\xFF\"}]"),
+            "line 2, column 12: invalid UTF-8 in a string (byte 0xFF)");
 }
 
 TEST(ChromeEvents, Errors) {
@@ -215,25 +239,36 @@ TEST(ChromeEvents, Errors) {
             "line 2, column 19: expected ts: a number, found 't'");
   EXPECT_EQ(ErrorOf("[{\"ph\": \"X\", \"dur\": 1e300}]"),
             "line 1, column 21: dur: 1e300 times 10^3 does not fit a 64-bit integer");
-  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\", \"ts\": \"1e300\"}]"), "line 1, column 20: ts: does not fit 64-bit nanoseconds");
+  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\", \"ts\": \"1e300\"}]"),
+            "line 1, column 20: ts: does not fit 64-bit nanoseconds");
   EXPECT_EQ(ErrorOf("[{\"ph\": 5}]"), "line 1, column 9: expected ph: a string, found '5'");
   EXPECT_EQ(ErrorOf("[{\"name\": [1]}]"), "line 1, column 11: expected name: a string, found '['");
-  EXPECT_EQ(ErrorOf("[{\"pid\": 1.5}]"), "line 1, column 10: pid: expected an integer within int64");
-  EXPECT_EQ(ErrorOf("[{\"tid\": 99999999999999999999}]"), "line 1, column 10: tid: expected an integer within int64");
-  EXPECT_EQ(ErrorOf("[{\"tid\": {}}]"), "line 1, column 10: expected tid: an integer or a string, found '{'");
+  EXPECT_EQ(ErrorOf("[{\"pid\": 1.5}]"),
+            "line 1, column 10: pid: expected an integer within int64");
+  EXPECT_EQ(ErrorOf("[{\"tid\": 99999999999999999999}]"),
+            "line 1, column 10: tid: expected an integer within int64");
+  EXPECT_EQ(ErrorOf("[{\"tid\": {}}]"),
+            "line 1, column 10: expected tid: an integer or a string, found '{'");
   EXPECT_EQ(ErrorOf("[{\"args\": [1]}]"), "line 1, column 11: expected args: an object, found '['");
   EXPECT_EQ(ErrorOf("[{\"id2\": 3}]"), "line 1, column 10: expected id2: an object, found '3'");
-  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\"}, 3]"), "line 1, column 15: expected a trace event object, found '3'");
+  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\"}, 3]"),
+            "line 1, column 15: expected a trace event object, found '3'");
   EXPECT_EQ(ErrorOf("[{\"ph\": \"X\"},]"), "line 1, column 14: trailing comma before ']'");
-  EXPECT_EQ(ErrorOf("{\"traceEvents\": {}}"), "line 1, column 17: expected traceEvents: an array, found '{'");
+  EXPECT_EQ(ErrorOf("{\"traceEvents\": {}}"),
+            "line 1, column 17: expected traceEvents: an array, found '{'");
   EXPECT_EQ(ErrorOf("{\"traceEvents\": [], \"traceEvents\": []}"),
             "line 1, column 36: a second \"traceEvents\" key (duplicate)");
   EXPECT_EQ(ErrorOf("{\"displayTimeUnit\": \"ns\"}"),
             "line 1, column 1: a JSON object without \"traceEvents\": not a Chrome trace");
-  EXPECT_EQ(ErrorOf("  42"), "line 1, column 3: expected a JSON object with \"traceEvents\" or an array of trace events");
-  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\"}"), "line 1, column 13: expected ',' or ']' after an array element, found end of input");
-  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\", \"ts\": NaN}]"), "line 1, column 20: NaN and Infinity are not JSON numbers");
-  EXPECT_EQ(ErrorOf("{\"traceEvents\": []} x"), "line 1, column 21: unexpected data after the JSON value");
+  EXPECT_EQ(
+      ErrorOf("  42"),
+      "line 1, column 3: expected a JSON object with \"traceEvents\" or an array of trace events");
+  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\"}"),
+            "line 1, column 13: expected ',' or ']' after an array element, found end of input");
+  EXPECT_EQ(ErrorOf("[{\"ph\": \"X\", \"ts\": NaN}]"),
+            "line 1, column 20: NaN and Infinity are not JSON numbers");
+  EXPECT_EQ(ErrorOf("{\"traceEvents\": []} x"),
+            "line 1, column 21: unexpected data after the JSON value");
   EXPECT_EQ(ErrorOf(""), "line 1, column 1: unexpected end of input, expected a value");
 }
 
@@ -248,16 +283,18 @@ TEST(ChromeEvents, VisitorErrorsPropagate) {
     void OnEvent(const ChromeEvent& e) override { throw TraceFormatError("visitor says no"); }
   } thrower;
   const std::string json = "[{\"ph\": \"X\"}]";
-  EXPECT_THROW_WITH(DecodeChromeTrace(json.data(), json.data() + json.size(), thrower), TraceFormatError,
-                    "visitor says no");
+  EXPECT_THROW_WITH(DecodeChromeTrace(json.data(), json.data() + json.size(), thrower),
+                    TraceFormatError, "visitor says no");
 }
 
 TEST(ChromeEvents, ReleaseBehindIsToldTheProgress) {
   std::string json = "[";
-  for (int i = 0; i < 1000; ++i) json += std::string(i ? "," : "") + "{\"ph\": \"X\", \"ts\": " + std::to_string(i) + "}";
+  for (int i = 0; i < 1000; ++i)
+    json += std::string(i ? "," : "") + "{\"ph\": \"X\", \"ts\": " + std::to_string(i) + "}";
   json += "]";
   size_t released = 0;
-  tracecore::ReleaseBehind release(json.data(), [&](const char* from, const char* to) { released += to - from; }, 1000);
+  tracecore::ReleaseBehind release(
+      json.data(), [&](const char* from, const char* to) { released += to - from; }, 1000);
   DecodeOptions options;
   options.release = &release;
   Recorder r;
@@ -269,12 +306,16 @@ TEST(ChromeEvents, ReleaseBehindIsToldTheProgress) {
 TEST(ChromeDetect, ByContent) {
   EXPECT_TRUE(LooksLikeChromeJson("{\"traceEvents\": ["));
   EXPECT_TRUE(LooksLikeChromeJson("\xEF\xBB\xBF  {\"displayTimeUnit\":\"ns\",\"metadata\":{"));
-  EXPECT_TRUE(LooksLikeChromeJson(" {\n    \"schemaVersion\": 1,\n    \"deviceProperties\": [\n {\"id\": 0, \"na"));
-  EXPECT_TRUE(LooksLikeChromeJson("{\"schemaVersion\": 1, \"distributedInfo\": {\"rank\": 0}, \"x\""));
+  EXPECT_TRUE(LooksLikeChromeJson(
+      " {\n    \"schemaVersion\": 1,\n    \"deviceProperties\": [\n {\"id\": 0, \"na"));
+  EXPECT_TRUE(
+      LooksLikeChromeJson("{\"schemaVersion\": 1, \"distributedInfo\": {\"rank\": 0}, \"x\""));
   EXPECT_TRUE(LooksLikeChromeJson("{\"otherData\": {\"a\": [1, 2]}, \"traceEvents\": []}"));
   EXPECT_TRUE(LooksLikeChromeJson("[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1"));
-  EXPECT_TRUE(LooksLikeChromeJson("[{\"args\": {\"name\": \"/host:CPU\"}, \"name\": \"process_name\", \"ph\": \"M"));
-  EXPECT_FALSE(LooksLikeChromeJson("[{\"args\": {\"name\": \"/host:CPU\"}, \"name\": \"process_na"));  // cut short
+  EXPECT_TRUE(LooksLikeChromeJson(
+      "[{\"args\": {\"name\": \"/host:CPU\"}, \"name\": \"process_name\", \"ph\": \"M"));
+  EXPECT_FALSE(LooksLikeChromeJson(
+      "[{\"args\": {\"name\": \"/host:CPU\"}, \"name\": \"process_na"));  // cut short
   EXPECT_FALSE(LooksLikeChromeJson("{\"schemaVersion\": 1, \"other\": 2}"));
   EXPECT_FALSE(LooksLikeChromeJson("{\"memoryProfilePerAllocator\": {}, \"numHosts\": 1}"));
   EXPECT_FALSE(LooksLikeChromeJson("[1, 2, 3]"));

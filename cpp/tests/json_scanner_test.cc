@@ -13,6 +13,7 @@
 #include "importers/chrome_json/json_numbers.h"
 #include "importers/chrome_json/json_reader.h"
 #include "importers/chrome_json/json_walk.h"
+#include "importers/chrome_json/structural_index.h"
 #include "importers/chrome_json/utf8.h"
 #include "unit_test.h"
 
@@ -60,15 +61,33 @@ struct Dumper {
     }
     out += '"';
   }
-  void BeginObject() { Sep(); out += '{'; }
-  void EndObject() { out += '}'; need_comma = true; }
-  void BeginArray() { Sep(); out += '['; }
-  void EndArray() { out += ']'; need_comma = true; }
-  void Key(std::string_view k) { Sep(); Str(k); out += ':'; }
+  void BeginObject() {
+    Sep();
+    out += '{';
+  }
+  void EndObject() {
+    out += '}';
+    need_comma = true;
+  }
+  void BeginArray() {
+    Sep();
+    out += '[';
+  }
+  void EndArray() {
+    out += ']';
+    need_comma = true;
+  }
+  void Key(std::string_view k) {
+    Sep();
+    Str(k);
+    out += ':';
+  }
   void Scalar(const Value& v) {
     Sep();
     switch (v.kind) {
-      case ValueKind::kString: Str(v.text); break;
+      case ValueKind::kString:
+        Str(v.text);
+        break;
       case ValueKind::kNumber:
         if (v.is_int) {
           out += std::to_string(v.int_value);
@@ -78,19 +97,48 @@ struct Dumper {
           out += buf;
         }
         break;
-      default: out += v.text; break;
+      default:
+        out += v.text;
+        break;
     }
     need_comma = true;
   }
 };
 
-std::string Dump(std::string_view json, ReaderOptions options = {}) {
+std::string DumpWith(std::string_view json, ReaderOptions options) {
   Exact in(json);
   JsonReader reader(in.begin(), in.end(), options);
   Dumper d;
   WalkValue(reader, d);
   reader.ExpectEnd();
   return d.out;
+}
+
+// The outcome ("ok: <dump>" or "error: <message>") with one stage-1 implementation.
+std::string Outcome(std::string_view json, ReaderOptions options) {
+  try {
+    return "ok: " + DumpWith(json, options);
+  } catch (const TraceFormatError& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+// Every stage-1 implementation this CPU has must give the same outcome; that outcome.
+std::string SameOutcome(std::string_view json, ReaderOptions options) {
+  options.stage1 = PortableStage1();
+  const std::string first = Outcome(json, options);
+  for (const Stage1Fn f : {Sse2Stage1(), Ssse3Stage1(), Avx2Stage1()}) {
+    if (f == nullptr) continue;
+    options.stage1 = f;
+    EXPECT_EQ(Outcome(json, options), first);
+  }
+  return first;
+}
+
+std::string Dump(std::string_view json, ReaderOptions options = {}) {
+  const std::string outcome = SameOutcome(json, options);
+  if (outcome.rfind("ok: ", 0) == 0) return outcome.substr(4);
+  throw TraceFormatError(outcome.substr(7));
 }
 
 std::string Replaced(std::string_view json) {
@@ -101,12 +149,8 @@ std::string Replaced(std::string_view json) {
 
 // The error a document raises: "line L, column C: what", or "no error".
 std::string ErrorOf(std::string_view json, ReaderOptions options = {}) {
-  try {
-    Dump(json, options);
-  } catch (const TraceFormatError& e) {
-    return e.what();
-  }
-  return "no error";
+  const std::string outcome = SameOutcome(json, options);
+  return outcome.rfind("error: ", 0) == 0 ? outcome.substr(7) : "no error";
 }
 
 int64_t Scaled(std::string_view text, int scale = 3) {
@@ -133,12 +177,12 @@ TEST(JsonTokens, DuplicateKeysAreHandedOutInOrder) {
   EXPECT_EQ(Dump(R"({"a":1,"a":2})"), R"({"a":1,"a":2})");
 }
 
-TEST(JsonTokens, ByteOrderMarkIsSkipped) {
-  EXPECT_EQ(Dump("\xEF\xBB\xBF{\"a\":1}"), "{\"a\":1}");
-}
+TEST(JsonTokens, ByteOrderMarkIsSkipped) { EXPECT_EQ(Dump("\xEF\xBB\xBF{\"a\":1}"), "{\"a\":1}"); }
 
 TEST(JsonStrings, PlainStringsAreViewsIntoTheInput) {
-  Exact in(R"(["plain", "caf\u00e9", "caf)" "\xC3\xA9" R"("])");
+  Exact in(R"(["plain", "caf\u00e9", "caf)"
+           "\xC3\xA9"
+           R"("])");
   JsonReader reader(in.begin(), in.end());
   reader.EnterArray();
   ASSERT_TRUE(reader.NextElement());
@@ -168,12 +212,15 @@ TEST(JsonStrings, Escapes) {
 
 TEST(JsonStrings, EscapeErrors) {
   EXPECT_EQ(ErrorOf(R"("ab\x")"), "line 1, column 4: invalid escape '\\x' in a string");
-  EXPECT_EQ(ErrorOf(R"("\u12G4")"), "line 1, column 2: invalid \\u escape: expected four hex digits");
+  EXPECT_EQ(ErrorOf(R"("\u12G4")"),
+            "line 1, column 2: invalid \\u escape: expected four hex digits");
   EXPECT_EQ(ErrorOf(R"("\u12")"), "line 1, column 2: invalid \\u escape: expected four hex digits");
   EXPECT_EQ(ErrorOf("\n  \"x\\ud800\""),
             "line 2, column 5: lone surrogate \\ud800 in a string (not UTF-8)");
-  EXPECT_EQ(ErrorOf(R"("\udc00\ud800")"), "line 1, column 2: lone surrogate \\udc00 in a string (not UTF-8)");
-  EXPECT_EQ(ErrorOf(R"("\ud800\u0041")"), "line 1, column 2: lone surrogate \\ud800 in a string (not UTF-8)");
+  EXPECT_EQ(ErrorOf(R"("\udc00\ud800")"),
+            "line 1, column 2: lone surrogate \\udc00 in a string (not UTF-8)");
+  EXPECT_EQ(ErrorOf(R"("\ud800\u0041")"),
+            "line 1, column 2: lone surrogate \\ud800 in a string (not UTF-8)");
   EXPECT_EQ(ErrorOf(R"(["abc)"), "line 1, column 2: unterminated string");
   EXPECT_EQ(ErrorOf("[\"abc\\"), "line 1, column 2: unterminated string");
   EXPECT_EQ(ErrorOf("[\"abc\\\""), "line 1, column 2: unterminated string");
@@ -181,14 +228,21 @@ TEST(JsonStrings, EscapeErrors) {
 
 TEST(JsonStrings, InvalidUtf8AndControlCharacters) {
   EXPECT_EQ(ErrorOf("[\"ab\xFF\"]"), "line 1, column 5: invalid UTF-8 in a string (byte 0xFF)");
-  EXPECT_EQ(ErrorOf("{\"a\":\n\"\xC3\"}"), "line 2, column 2: invalid UTF-8 in a string (byte 0xC3)");
-  EXPECT_EQ(ErrorOf("\"\xED\xA0\x80\""), "line 1, column 2: invalid UTF-8 in a string (byte 0xED)");  // surrogate
-  EXPECT_EQ(ErrorOf("\"\xC0\x80\""), "line 1, column 2: invalid UTF-8 in a string (byte 0xC0)");      // overlong
-  EXPECT_EQ(ErrorOf("\"\xF4\x90\x80\x80\""), "line 1, column 2: invalid UTF-8 in a string (byte 0xF4)");
-  EXPECT_EQ(ErrorOf("\"a\\n\xFF\""), "line 1, column 5: invalid UTF-8 in a string (byte 0xFF)");  // after an escape
-  EXPECT_EQ(ErrorOf("\"tab\there\""), "line 1, column 5: unescaped control character 0x09 in a string");
+  EXPECT_EQ(ErrorOf("{\"a\":\n\"\xC3\"}"),
+            "line 2, column 2: invalid UTF-8 in a string (byte 0xC3)");
+  EXPECT_EQ(ErrorOf("\"\xED\xA0\x80\""),
+            "line 1, column 2: invalid UTF-8 in a string (byte 0xED)");  // surrogate
+  EXPECT_EQ(ErrorOf("\"\xC0\x80\""),
+            "line 1, column 2: invalid UTF-8 in a string (byte 0xC0)");  // overlong
+  EXPECT_EQ(ErrorOf("\"\xF4\x90\x80\x80\""),
+            "line 1, column 2: invalid UTF-8 in a string (byte 0xF4)");
+  EXPECT_EQ(ErrorOf("\"a\\n\xFF\""),
+            "line 1, column 5: invalid UTF-8 in a string (byte 0xFF)");  // after an escape
+  EXPECT_EQ(ErrorOf("\"tab\there\""),
+            "line 1, column 5: unescaped control character 0x09 in a string");
   EXPECT_EQ(ErrorOf("\"a\nb\""), "line 1, column 3: unescaped control character 0x0A in a string");
-  EXPECT_EQ(ErrorOf(std::string_view("\"\0\"", 3)), "line 1, column 2: unescaped control character 0x00 in a string");
+  EXPECT_EQ(ErrorOf(std::string_view("\"\0\"", 3)),
+            "line 1, column 2: unescaped control character 0x00 in a string");
   // Outside strings such bytes start no value.
   EXPECT_EQ(ErrorOf("[\xFF]"), "line 1, column 2: expected a value, found byte 0xFF");
   EXPECT_EQ(ErrorOf("[\x0C 1]"), "line 1, column 2: expected a value, found byte 0x0C");
@@ -196,15 +250,19 @@ TEST(JsonStrings, InvalidUtf8AndControlCharacters) {
 
 TEST(JsonStrings, ReplaceModeSubstitutesMaximalSubparts) {
   const std::string r = utf8::kReplacement;
-  EXPECT_EQ(Replaced("\"ab\xFF" "c\""), "\"ab" + r + "c\"");
-  EXPECT_EQ(Replaced("\"\xE0\xA0" "A\""), "\"" + r + "A\"");          // truncated 3-byte: one U+FFFD
-  EXPECT_EQ(Replaced("\"\xE0\x80\""), "\"" + r + r + "\"");           // E0 80: not a prefix
-  EXPECT_EQ(Replaced("\"\xF0\x9F\x98\""), "\"" + r + "\"");           // truncated 4-byte
-  EXPECT_EQ(Replaced("\"\xED\xA0\x80\""), "\"" + r + r + r + "\"");   // encoded surrogate
-  EXPECT_EQ(Replaced("\"a\tb\""), "\"a" + r + "b\"");                 // raw control character
-  EXPECT_EQ(Replaced(R"("\ud800x")"), "\"" + r + "x\"");               // lone surrogate escape
+  EXPECT_EQ(Replaced("\"ab\xFF"
+                     "c\""),
+            "\"ab" + r + "c\"");
+  EXPECT_EQ(Replaced("\"\xE0\xA0"
+                     "A\""),
+            "\"" + r + "A\"");                                       // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(Replaced("\"\xE0\x80\""), "\"" + r + r + "\"");          // E0 80: not a prefix
+  EXPECT_EQ(Replaced("\"\xF0\x9F\x98\""), "\"" + r + "\"");          // truncated 4-byte
+  EXPECT_EQ(Replaced("\"\xED\xA0\x80\""), "\"" + r + r + r + "\"");  // encoded surrogate
+  EXPECT_EQ(Replaced("\"a\tb\""), "\"a" + r + "b\"");                // raw control character
+  EXPECT_EQ(Replaced(R"("\ud800x")"), "\"" + r + "x\"");             // lone surrogate escape
   EXPECT_EQ(Replaced(R"("\ud800\u0041")"), "\"" + r + "A\"");
-  EXPECT_EQ(Replaced("{\"k\xFF\":1}"), "{\"k" + r + "\":1}");          // keys too
+  EXPECT_EQ(Replaced("{\"k\xFF\":1}"), "{\"k" + r + "\":1}");  // keys too
   // Escapes still decode around replaced bytes; valid sequences stay.
   EXPECT_EQ(Replaced("\"\\u00e9\xFF\xC3\xA9\""), "\"\xC3\xA9" + r + "\xC3\xA9\"");
 }
@@ -258,7 +316,9 @@ TEST(JsonStrings, EveryLengthAndPosition) {
 TEST(JsonNumbers, Integers) {
   EXPECT_EQ(Dump("[0, -0, 7, -7, 9223372036854775807, -9223372036854775808]"),
             "[0,0,7,-7,9223372036854775807,-9223372036854775808]");
-  Exact in("[9223372036854775808, -9223372036854775809, 18446744073709551616, 123456789012345678901234]");
+  Exact in(
+      "[9223372036854775808, -9223372036854775809, 18446744073709551616, "
+      "123456789012345678901234]");
   JsonReader reader(in.begin(), in.end());
   reader.EnterArray();
   const double expected[] = {9223372036854775808.0, -9223372036854775809.0, 18446744073709551616.0,
@@ -283,13 +343,26 @@ TEST(JsonNumbers, DoublesAreCorrectlyRounded) {
     const char* text;
     double value;
   } cases[] = {
-      {"0.1", 0.1}, {"2.5", 2.5}, {"-0.0", -0.0}, {"1e308", 1e308}, {"1.7976931348623157e308", 1.7976931348623157e308},
-      {"5e-324", 5e-324}, {"2.2250738585072014e-308", 2.2250738585072014e-308}, {"1e-400", 0.0},
-      {"1e400", std::numeric_limits<double>::infinity()}, {"-1e400", -std::numeric_limits<double>::infinity()},
-      {"9007199254740993", 9007199254740992.0}, {"9007199254740993.0", 9007199254740992.0},
-      {"0.30000000000000004", 0.30000000000000004}, {"123456789012345678901234567890e-10", 12345678901234567890.123456789},
-      {"4762454534497.497", 4762454534497.497}, {"1E2", 100.0}, {"1e+2", 100.0}, {"0e999999999999999999", 0.0},
-      {"15.449999999999999", 15.449999999999999}, {"9.9999999999999995e-07", 9.9999999999999995e-07},
+      {"0.1", 0.1},
+      {"2.5", 2.5},
+      {"-0.0", -0.0},
+      {"1e308", 1e308},
+      {"1.7976931348623157e308", 1.7976931348623157e308},
+      {"5e-324", 5e-324},
+      {"2.2250738585072014e-308", 2.2250738585072014e-308},
+      {"1e-400", 0.0},
+      {"1e400", std::numeric_limits<double>::infinity()},
+      {"-1e400", -std::numeric_limits<double>::infinity()},
+      {"9007199254740993", 9007199254740992.0},
+      {"9007199254740993.0", 9007199254740992.0},
+      {"0.30000000000000004", 0.30000000000000004},
+      {"123456789012345678901234567890e-10", 12345678901234567890.123456789},
+      {"4762454534497.497", 4762454534497.497},
+      {"1E2", 100.0},
+      {"1e+2", 100.0},
+      {"0e999999999999999999", 0.0},
+      {"15.449999999999999", 15.449999999999999},
+      {"9.9999999999999995e-07", 9.9999999999999995e-07},
   };
   for (const Case& c : cases) {
     const double d = ParseDouble(c.text);
@@ -314,16 +387,23 @@ TEST(JsonNumbers, GrammarErrors) {
   EXPECT_EQ(ErrorOf("[NaN]"), "line 1, column 2: NaN and Infinity are not JSON numbers");
   EXPECT_EQ(ErrorOf("[Infinity]"), "line 1, column 2: NaN and Infinity are not JSON numbers");
   EXPECT_EQ(ErrorOf("[-Infinity]"), "line 1, column 3: NaN and Infinity are not JSON numbers");
-  EXPECT_EQ(ErrorOf("[01]"), "line 1, column 3: expected ',' or ']' after an array element, found '1'");
+  EXPECT_EQ(ErrorOf("[01]"), "line 1, column 3: unexpected '1' after a number");
+  EXPECT_EQ(ErrorOf("[1x]"), "line 1, column 3: unexpected 'x' after a number");
+  EXPECT_EQ(ErrorOf("[1\"x\"]"),
+            "line 1, column 3: expected ',' or ']' after an array element, found '\"'");
+  EXPECT_EQ(ErrorOf("[truex]"), "line 1, column 6: unexpected 'x' after a literal");
+  EXPECT_EQ(ErrorOf("[null\x01]"), "line 1, column 6: unexpected byte 0x01 after a literal");
   EXPECT_EQ(ErrorOf("[1.]"), "line 1, column 4: malformed number: expected a digit, found ']'");
   EXPECT_EQ(ErrorOf("[.5]"), "line 1, column 2: expected a value, found '.'");
   EXPECT_EQ(ErrorOf("[+1]"), "line 1, column 2: expected a value, found '+'");
   EXPECT_EQ(ErrorOf("[-]"), "line 1, column 3: malformed number: expected a digit, found ']'");
   EXPECT_EQ(ErrorOf("[1e]"), "line 1, column 4: malformed number: expected a digit, found ']'");
   EXPECT_EQ(ErrorOf("[1e+]"), "line 1, column 5: malformed number: expected a digit, found ']'");
-  EXPECT_EQ(ErrorOf("[1.5.2]"), "line 1, column 5: expected ',' or ']' after an array element, found '.'");
-  EXPECT_EQ(ErrorOf("-"), "line 1, column 2: malformed number: expected a digit, found end of input");
-  EXPECT_EQ(ErrorOf("[tru]"), "line 1, column 2: expected a value (true, false or null?), found 't'");
+  EXPECT_EQ(ErrorOf("[1.5.2]"), "line 1, column 5: unexpected '.' after a number");
+  EXPECT_EQ(ErrorOf("-"),
+            "line 1, column 2: malformed number: expected a digit, found end of input");
+  EXPECT_EQ(ErrorOf("[tru]"),
+            "line 1, column 2: expected a value (true, false or null?), found 't'");
   EXPECT_EQ(ErrorOf("nul"), "line 1, column 1: expected a value (true, false or null?), found 'n'");
 }
 
@@ -386,7 +466,8 @@ TEST(JsonDecimal, FastPathAgreesWithTheGeneralReader) {
     std::string text;
     if (rng() % 4 == 0) text += '-';
     const int whole_digits = 1 + static_cast<int>(rng() % 19);
-    for (int d = 0; d < whole_digits; ++d) text += static_cast<char>('0' + (d == 0 && whole_digits > 1 ? 1 + rng() % 9 : rng() % 10));
+    for (int d = 0; d < whole_digits; ++d)
+      text += static_cast<char>('0' + (d == 0 && whole_digits > 1 ? 1 + rng() % 9 : rng() % 10));
     if (rng() % 4 != 0) {
       text += '.';
       const int frac_digits = 1 + static_cast<int>(rng() % 12);
@@ -411,7 +492,8 @@ TEST(JsonDecimal, FastPathAgreesWithTheGeneralReader) {
           EXPECT_EQ(std::string(e.what()), text);
           continue;
         }
-        if (got != expected) EXPECT_EQ(text + " -> " + std::to_string(got), text + " -> " + std::to_string(expected));
+        if (got != expected)
+          EXPECT_EQ(text + " -> " + std::to_string(got), text + " -> " + std::to_string(expected));
         if (doc[0] == '[') {
           EXPECT_TRUE(reader.NextElement());
         } else {
@@ -445,18 +527,24 @@ TEST(JsonStructure, Errors) {
   EXPECT_EQ(ErrorOf("  \n "), "line 2, column 2: unexpected end of input, expected a value");
   EXPECT_EQ(ErrorOf("[1,]"), "line 1, column 4: trailing comma before ']'");
   EXPECT_EQ(ErrorOf("{\"a\":1,\n}"), "line 2, column 1: trailing comma before '}'");
-  EXPECT_EQ(ErrorOf("[1 2]"), "line 1, column 4: expected ',' or ']' after an array element, found '2'");
+  EXPECT_EQ(ErrorOf("[1 2]"),
+            "line 1, column 4: expected ',' or ']' after an array element, found '2'");
   EXPECT_EQ(ErrorOf("{\"a\" 1}"), "line 1, column 6: expected ':' after an object key, found '1'");
   EXPECT_EQ(ErrorOf("{a:1}"), "line 1, column 2: expected a string key, found 'a'");
-  EXPECT_EQ(ErrorOf("{\"a\":1 \"b\":2}"), "line 1, column 8: expected ',' or '}' after an object member, found '\"'");
-  EXPECT_EQ(ErrorOf("[1}"), "line 1, column 3: expected ',' or ']' after an array element, found '}'");
-  EXPECT_EQ(ErrorOf("{\"a\":1]"), "line 1, column 7: expected ',' or '}' after an object member, found ']'");
-  EXPECT_EQ(ErrorOf("[1"), "line 1, column 3: expected ',' or ']' after an array element, found end of input");
+  EXPECT_EQ(ErrorOf("{\"a\":1 \"b\":2}"),
+            "line 1, column 8: expected ',' or '}' after an object member, found '\"'");
+  EXPECT_EQ(ErrorOf("[1}"),
+            "line 1, column 3: expected ',' or ']' after an array element, found '}'");
+  EXPECT_EQ(ErrorOf("{\"a\":1]"),
+            "line 1, column 7: expected ',' or '}' after an object member, found ']'");
+  EXPECT_EQ(ErrorOf("[1"),
+            "line 1, column 3: expected ',' or ']' after an array element, found end of input");
   EXPECT_EQ(ErrorOf("{\"a\":"), "line 1, column 6: unexpected end of input, expected a value");
   EXPECT_EQ(ErrorOf("[] []"), "line 1, column 4: unexpected data after the JSON value");
   EXPECT_EQ(ErrorOf("{}\n\nx"), "line 3, column 1: unexpected data after the JSON value");
   EXPECT_EQ(ErrorOf("[,1]"), "line 1, column 2: expected a value, found ','");
-  EXPECT_EQ(ErrorOf("\xEF\xBB\xBF\xEF\xBB\xBF{}"), "line 1, column 4: expected a value, found byte 0xEF");
+  EXPECT_EQ(ErrorOf("\xEF\xBB\xBF\xEF\xBB\xBF{}"),
+            "line 1, column 4: expected a value, found byte 0xEF");
 }
 
 TEST(JsonStructure, NestingBudget) {
@@ -522,8 +610,8 @@ TEST(JsonStructure, WhitespaceIsOnlyTheFourJsonBytes) {
   // Long whitespace runs cross the wide loads.
   for (size_t n = 0; n < 50; ++n) {
     const std::string pad(n, n % 2 ? ' ' : '\n');
-    EXPECT_EQ(Dump(pad + "[" + pad + "1" + pad + "," + pad + "{" + pad + "\"a\"" + pad + ":" + pad + "2" + pad + "}" +
-                   pad + "]" + pad),
+    EXPECT_EQ(Dump(pad + "[" + pad + "1" + pad + "," + pad + "{" + pad + "\"a\"" + pad + ":" + pad +
+                   "2" + pad + "}" + pad + "]" + pad),
               "[1,{\"a\":2}]");
   }
 }

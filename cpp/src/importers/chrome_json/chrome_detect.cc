@@ -25,7 +25,8 @@ bool LooksLikeChromeJson(std::string_view head) {
     if (kind != json::ValueKind::kObject) return false;
     reader.EnterObject();
     while (reader.NextMember(&key)) {
-      if (key == "traceEvents" || key == "displayTimeUnit" || key == "systemTraceEvents") return true;
+      if (key == "traceEvents" || key == "displayTimeUnit" || key == "systemTraceEvents")
+        return true;
       schema = schema || key == "schemaVersion";
       kineto = kineto || key == "deviceProperties" || key == "distributedInfo" ||
                key == "baseTimeNanoseconds" || key == "traceName";

@@ -15,14 +15,24 @@ using json::ValueKind;
 // Microseconds to nanoseconds.
 constexpr int kTimeScale = 3;
 
-bool Is(std::string_view key, const char (&word)[3]) { return std::memcmp(key.data(), word, 2) == 0; }
-bool Is(std::string_view key, const char (&word)[4]) { return std::memcmp(key.data(), word, 3) == 0; }
-bool Is(std::string_view key, const char (&word)[5]) { return std::memcmp(key.data(), word, 4) == 0; }
+bool Is(std::string_view key, const char (&word)[3]) {
+  return std::memcmp(key.data(), word, 2) == 0;
+}
+bool Is(std::string_view key, const char (&word)[4]) {
+  return std::memcmp(key.data(), word, 3) == 0;
+}
+bool Is(std::string_view key, const char (&word)[5]) {
+  return std::memcmp(key.data(), word, 4) == 0;
+}
 
 class Decoder {
  public:
-  Decoder(const char* begin, const char* end, ChromeEventVisitor& visitor, const DecodeOptions& options)
-      : begin_(begin), reader_(begin, end, options.reader), visitor_(visitor), release_(options.release) {}
+  Decoder(const char* begin, const char* end, ChromeEventVisitor& visitor,
+          const DecodeOptions& options)
+      : begin_(begin),
+        reader_(begin, end, options.reader),
+        visitor_(visitor),
+        release_(options.release) {}
 
   DecodeSummary Run() {
     const ValueKind kind = reader_.Peek();
@@ -32,7 +42,8 @@ class Decoder {
     } else if (kind == ValueKind::kObject) {
       TopLevel();
     } else {
-      reader_.Fail(reader_.pos(), "expected a JSON object with \"traceEvents\" or an array of trace events");
+      reader_.Fail(reader_.pos(),
+                   "expected a JSON object with \"traceEvents\" or an array of trace events");
     }
     reader_.ExpectEnd();
     return summary_;
@@ -46,18 +57,19 @@ class Decoder {
     std::string_view key;
     while (reader_.NextMember(&key)) {
       if (key == "traceEvents") {
-        reader_.SkipSpace();
         if (seen_events) reader_.Fail(reader_.pos(), "a second \"traceEvents\" key (duplicate)");
         if (reader_.Peek() != ValueKind::kArray) reader_.FailExpected("traceEvents: an array");
         seen_events = true;
         Events();
       } else {
-        const Value value = reader_.ReadValue();
+        Value value;
+        reader_.ReadValue(&value);
         visitor_.OnTopLevel(key, value);
       }
       reader_.ResetScratch();
     }
-    if (!seen_events) reader_.Fail(start, "a JSON object without \"traceEvents\": not a Chrome trace");
+    if (!seen_events)
+      reader_.Fail(start, "a JSON object without \"traceEvents\": not a Chrome trace");
   }
 
   void Events() {
@@ -71,7 +83,7 @@ class Decoder {
 
   void Event() {
     reader_.ResetScratch();
-    ev_ = ChromeEvent();
+    ev_.Reset();
     ClearArgs();
     ev_.offset = static_cast<uint64_t>(reader_.pos() - begin_);
     reader_.EnterObject();
@@ -161,7 +173,7 @@ class Decoder {
       return;
     }
     ev_.args = args_.data();
-    ev_.num_args = args_.size();
+    ev_.num_args = num_args_;
     ++summary_.events;
     visitor_.OnEvent(ev_);
   }
@@ -174,7 +186,6 @@ class Decoder {
   }
 
   void Phase() {
-    reader_.SkipSpace();
     if (TakeNull()) {
       ev_.fields &= ~ChromeEvent::kPh;
       ev_.ph = std::string_view();
@@ -252,7 +263,8 @@ class Decoder {
       if (key == "local" || key == "global") {
         Id(&ev_.id, "id2");
         ev_.fields &= ~(ChromeEvent::kId2Local | ChromeEvent::kId2Global);
-        if (ev_.id.present()) ev_.fields |= key == "local" ? ChromeEvent::kId2Local : ChromeEvent::kId2Global;
+        if (ev_.id.present())
+          ev_.fields |= key == "local" ? ChromeEvent::kId2Local : ChromeEvent::kId2Global;
       } else {
         reader_.SkipValue();
       }
@@ -267,7 +279,12 @@ class Decoder {
     ev_.fields |= ChromeEvent::kArgs;
     reader_.EnterObject();
     std::string_view key;
-    while (reader_.NextMember(&key)) AddArg(key, reader_.ReadValue());
+    while (reader_.NextMember(&key)) {
+      Arg* arg = NewArg();
+      arg->key = key;
+      reader_.ReadValue(&arg->value);
+      KeepUnique(arg);
+    }
   }
 
   // Keeps keys unique (first place, last value). A 64-bit filter of (length, first and last
@@ -275,37 +292,45 @@ class Decoder {
   // a hostile event with many keys costs linear time.
   static constexpr size_t kLinearArgs = 32;
   static uint64_t FilterBit(std::string_view key) {
-    const size_t h = key.empty() ? 0 : key.size() * 31 + static_cast<unsigned char>(key[0]) * 7 +
-                                           static_cast<unsigned char>(key.back());
+    const size_t h = key.empty() ? 0
+                                 : key.size() * 31 + static_cast<unsigned char>(key[0]) * 7 +
+                                       static_cast<unsigned char>(key.back());
     return uint64_t{1} << (h & 63);
   }
-  void AddArg(std::string_view key, const Value& value) {
-    if (args_.size() < kLinearArgs) {
+  // Room for one more arg at the end (the array only grows: no allocation per event).
+  Arg* NewArg() {
+    if (num_args_ == args_.size()) args_.resize(args_.empty() ? 16 : 2 * args_.size());
+    return &args_[num_args_++];
+  }
+  // The arg just read: dropped, its value moved to the earlier entry, if its key came before.
+  void KeepUnique(Arg* arg) {
+    const std::string_view key = arg->key;
+    const size_t n = num_args_ - 1;  // args before this one
+    if (n < kLinearArgs) {
       const uint64_t bit = FilterBit(key);
       if ((filter_ & bit) != 0) {
-        for (Arg& a : args_) {
-          if (a.key == key) {
-            a.value = value;
+        for (size_t i = 0; i < n; ++i) {
+          if (args_[i].key == key) {
+            args_[i].value = arg->value;
+            --num_args_;
             return;
           }
         }
       }
       filter_ |= bit;
-      args_.push_back({key, value});
       return;
     }
     if (index_.empty()) {
-      for (size_t i = 0; i < args_.size(); ++i) index_.emplace(args_[i].key, i);
+      for (size_t i = 0; i < n; ++i) index_.emplace(args_[i].key, i);
     }
-    const auto [it, inserted] = index_.emplace(key, args_.size());
+    const auto [it, inserted] = index_.emplace(key, n);
     if (!inserted) {
-      args_[it->second].value = value;
-      return;
+      args_[it->second].value = arg->value;
+      --num_args_;
     }
-    args_.push_back({key, value});
   }
   void ClearArgs() {
-    args_.clear();
+    num_args_ = 0;
     filter_ = 0;
     if (!index_.empty()) index_.clear();
   }
@@ -316,7 +341,8 @@ class Decoder {
   ReleaseBehind* release_;
   DecodeSummary summary_;
   ChromeEvent ev_;
-  std::vector<Arg> args_;
+  std::vector<Arg> args_;  // its size is the capacity; num_args_ are in use
+  size_t num_args_ = 0;
   uint64_t filter_ = 0;
   std::unordered_map<std::string_view, size_t> index_;
 };

@@ -1,8 +1,8 @@
 #include "importers/chrome_json/json_numbers.h"
 
 #include <clocale>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #if defined(__GLIBC__) || defined(__APPLE__)
@@ -115,7 +115,8 @@ bool IsJsonNumber(std::string_view text) {
 
 DecimalStatus ParseDecimalScaled(std::string_view text, int scale, int64_t* out) {
   Parts parts;
-  if (scale < 0 || scale > kMaxDecimalScale || !Split(text, &parts)) return DecimalStatus::kNotANumber;
+  if (scale < 0 || scale > kMaxDecimalScale || !Split(text, &parts))
+    return DecimalStatus::kNotANumber;
   const Digits digits(parts);
   const int64_t total = digits.size();
   int64_t first = 0;  // first significant digit
@@ -136,11 +137,13 @@ DecimalStatus ParseDecimalScaled(std::string_view text, int scale, int64_t* out)
       if (__builtin_mul_overflow(value, uint64_t{10}, &value)) return DecimalStatus::kOutOfRange;
     }
   } else {
-    for (int64_t i = 0; i < keep; ++i) value = value * 10 + static_cast<uint64_t>(digits[first + i]);
+    for (int64_t i = 0; i < keep; ++i)
+      value = value * 10 + static_cast<uint64_t>(digits[first + i]);
     // The first dropped digit, and whether any later digit is non-zero.
     const int dropped = keep >= 0 ? digits[first + keep] : 0;
     bool sticky = keep < 0;  // every significant digit lies below the dropped position
-    for (int64_t i = first + (keep >= 0 ? keep + 1 : 0); !sticky && i < total; ++i) sticky = digits[i] != 0;
+    for (int64_t i = first + (keep >= 0 ? keep + 1 : 0); !sticky && i < total; ++i)
+      sticky = digits[i] != 0;
     if (dropped > 5 || (dropped == 5 && (sticky || (value & 1) != 0))) ++value;
   }
   const uint64_t limit = parts.negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
@@ -159,7 +162,8 @@ double ParseDouble(std::string_view text) {
   if (first == total) return parts.negative ? -0.0 : 0.0;
   if (total - first <= 19) {
     uint64_t mantissa = 0;
-    for (int64_t i = first; i < total; ++i) mantissa = mantissa * 10 + static_cast<uint64_t>(digits[i]);
+    for (int64_t i = first; i < total; ++i)
+      mantissa = mantissa * 10 + static_cast<uint64_t>(digits[i]);
     const int64_t e10 = parts.exponent - static_cast<int64_t>(parts.frac_digits.size());
     if (mantissa <= (uint64_t{1} << 53) && e10 >= -22 && e10 <= 22) {
       // Both operands exact, so the one IEEE operation is correctly rounded.
@@ -173,7 +177,8 @@ double ParseDouble(std::string_view text) {
 
 bool ParseInt64(std::string_view text, int64_t* out) {
   Parts parts;
-  if (!Split(text, &parts) || !parts.frac_digits.empty() || text.find_first_of("eE") != text.npos) return false;
+  if (!Split(text, &parts) || !parts.frac_digits.empty() || text.find_first_of("eE") != text.npos)
+    return false;
   const std::string_view d = parts.int_digits;
   if (d.size() > 19) return false;
   uint64_t value = 0;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "importers/chrome_json/utf8.h"
+#include "importers/chrome_json/wide_scan.h"
 
 namespace tracecore::json {
 namespace {
@@ -45,7 +46,8 @@ std::string ControlMessage(unsigned char c) {
 }
 
 bool StartsWith(const char* p, const char* end, std::string_view word) {
-  return static_cast<size_t>(end - p) >= word.size() && std::memcmp(p, word.data(), word.size()) == 0;
+  return static_cast<size_t>(end - p) >= word.size() &&
+         std::memcmp(p, word.data(), word.size()) == 0;
 }
 
 }  // namespace
@@ -72,49 +74,99 @@ TraceFormatError ErrorAt(const char* begin, const char* at, const std::string& w
 
 JsonReader::JsonReader(const char* begin, const char* end, const ReaderOptions& options)
     : begin_(begin),
-      p_(begin),
       end_(end),
+      last_end_(begin),
+      block_(begin),
+      next_chunk_(begin),
+      stage1_(options.stage1 != nullptr ? options.stage1 : BestStage1()),
       replace_invalid_(options.replace_invalid),
       max_depth_(std::min(options.max_depth, kMaxDepthLimit)) {
-  if (StartsWith(p_, end_, "\xEF\xBB\xBF")) p_ += 3;
+  if (StartsWith(next_chunk_, end_, "\xEF\xBB\xBF")) next_chunk_ += 3;
+  const size_t blocks = (std::min(kChunkBytes, static_cast<size_t>(end_ - next_chunk_)) + 63) / 64;
+  masks_.reset(new uint64_t[blocks == 0 ? 1 : blocks]);
+  Advance();
 }
 
-void JsonReader::Fail(const char* at, const std::string& what) const { throw ErrorAt(begin_, at, what); }
+// Indexes the next chunk (64-byte blocks; the input's last partial block through a copy padded
+// with spaces, so no load reads past the input). False at the end of the input.
+bool JsonReader::Refill() {
+  if (next_chunk_ >= end_) return false;
+  const char* base = next_chunk_;
+  const size_t n = std::min(kChunkBytes, static_cast<size_t>(end_ - base));
+  const size_t full = n / 64;
+  stage1_(base, full, &carry_, masks_.get());
+  size_t blocks = full;
+  if (n % 64 != 0) {
+    char padded[64];
+    std::memset(padded, ' ', sizeof padded);
+    std::memcpy(padded, base + 64 * full, n % 64);
+    stage1_(padded, 1, &carry_, masks_.get() + full);
+    ++blocks;
+  }
+  next_chunk_ = base + n;
+  block_ = base - 64;  // NextBlock steps to the first block
+  mask_ = masks_.get();
+  mask_end_ = mask_ + blocks;
+  return true;
+}
+
+// The next block with a token; at the end of the input, bits_ stays 0 and tok_ is &kEof.
+void JsonReader::NextBlock() {
+  for (;;) {
+    while (mask_ < mask_end_) {
+      block_ += 64;
+      bits_ = *mask_++;
+      if (bits_ != 0) return;
+    }
+    if (!Refill()) {
+      tok_ = &kEof;
+      return;
+    }
+  }
+}
+
+std::string JsonReader::Describe(const char* at) const {
+  return json::Describe(at == &kEof ? end_ : at, end_);
+}
+
+void JsonReader::Fail(const char* at, const std::string& what) const {
+  throw ErrorAt(begin_, at == &kEof ? end_ : at, what);
+}
 
 void JsonReader::FailExpected(const char* what) const {
-  Fail(p_, std::string("expected ") + what + ", found " + Describe(p_, end_));
+  Fail(tok_, std::string("expected ") + what + ", found " + Describe(tok_));
 }
 
 void JsonReader::FailValue() const {
-  if (StartsWith(p_, end_, "NaN") || StartsWith(p_, end_, "Infinity")) {
-    Fail(p_, "NaN and Infinity are not JSON numbers");
+  if (at_end()) Fail(tok_, "unexpected end of input, expected a value");
+  if (StartsWith(tok_, end_, "NaN") || StartsWith(tok_, end_, "Infinity")) {
+    Fail(tok_, "NaN and Infinity are not JSON numbers");
   }
-  if (p_ >= end_) Fail(p_, "unexpected end of input, expected a value");
   FailExpected("a value");
 }
 
 void JsonReader::FailNumber(const char* at) const {
   if (StartsWith(at, end_, "Infinity")) Fail(at, "NaN and Infinity are not JSON numbers");
-  Fail(at, "malformed number: expected a digit, found " + Describe(at, end_));
+  Fail(at, "malformed number: expected a digit, found " + Describe(at));
 }
 
+// At 't', 'f' or 'n'.
 void JsonReader::ScanLiteral() {
-  const char c = *p_;
+  const char c = *tok_;
   const std::string_view word = c == 't' ? "true" : c == 'f' ? "false" : "null";
-  if (!StartsWith(p_, end_, word)) Fail(p_, "expected a value (true, false or null?), found " + Describe(p_, end_));
-  p_ += word.size();
+  if (!StartsWith(tok_, end_, word))
+    Fail(tok_, "expected a value (true, false or null?), found " + Describe(tok_));
+  EndScalar(tok_ + word.size(), "a literal");
 }
 
-void JsonReader::SkipSpaceSlow() {
-  while (end_ - p_ >= wide::kWidth) {
-    const wide::Mask m = wide::NonSpace(p_);
-    if (m != 0) {
-      p_ += wide::FirstStop(m);
-      return;
-    }
-    p_ += wide::kWidth;
-  }
-  while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
+// A string whose closing quote is not the next token: it holds escapes, control characters or
+// non-ASCII bytes (or is unterminated). Checked and decoded byte by byte; then the index moves
+// past its closing quote.
+std::string_view JsonReader::DirtyString(const char* open) {
+  const std::string_view s = StringSlow(open + 1, open + 1);
+  while (!at_end() && tok_ < string_end_) Advance();
+  last_end_ = string_end_;
+  return s;
 }
 
 // From q on (the bytes [s, q) are plain ASCII): UTF-8 sequences are checked in place and the
@@ -132,19 +184,20 @@ std::string_view JsonReader::StringSlow(const char* s, const char* q) {
     if (q >= end_) Fail(s - 1, "unterminated string");
     const auto c = static_cast<unsigned char>(*q);
     if (c == '"') {
-      p_ = q + 1;
+      string_end_ = q + 1;
       return std::string_view(s, static_cast<size_t>(q - s));
     }
     if (c == '\\') return DecodeString(s, q);
     if (c >= 0x80) {
       int bad;
-      const int n = utf8::Sequence(reinterpret_cast<const uint8_t*>(q), reinterpret_cast<const uint8_t*>(end_), &bad);
+      const int n = utf8::Sequence(reinterpret_cast<const uint8_t*>(q),
+                                   reinterpret_cast<const uint8_t*>(end_), &bad);
       if (n > 0) {
         q += n;
         continue;
       }
       if (replace_invalid_) return DecodeString(s, q);
-      Fail(q, "invalid UTF-8 in a string (" + Describe(q, end_) + ")");
+      Fail(q, "invalid UTF-8 in a string (" + Describe(q) + ")");
     }
     if (c < 0x20) {
       if (replace_invalid_) return DecodeString(s, q);
@@ -181,16 +234,42 @@ std::string_view JsonReader::DecodeString(const char* s, const char* q) {
     if (c == '\\') {
       const char esc = r[1];  // before e: the scan above stepped over escaped pairs
       switch (esc) {
-        case '"': *o++ = '"'; r += 2; continue;
-        case '\\': *o++ = '\\'; r += 2; continue;
-        case '/': *o++ = '/'; r += 2; continue;
-        case 'b': *o++ = '\b'; r += 2; continue;
-        case 'f': *o++ = '\f'; r += 2; continue;
-        case 'n': *o++ = '\n'; r += 2; continue;
-        case 'r': *o++ = '\r'; r += 2; continue;
-        case 't': *o++ = '\t'; r += 2; continue;
-        case 'u': break;
-        default: Fail(r, "invalid escape '\\" + std::string(1, esc) + "' in a string");
+        case '"':
+          *o++ = '"';
+          r += 2;
+          continue;
+        case '\\':
+          *o++ = '\\';
+          r += 2;
+          continue;
+        case '/':
+          *o++ = '/';
+          r += 2;
+          continue;
+        case 'b':
+          *o++ = '\b';
+          r += 2;
+          continue;
+        case 'f':
+          *o++ = '\f';
+          r += 2;
+          continue;
+        case 'n':
+          *o++ = '\n';
+          r += 2;
+          continue;
+        case 'r':
+          *o++ = '\r';
+          r += 2;
+          continue;
+        case 't':
+          *o++ = '\t';
+          r += 2;
+          continue;
+        case 'u':
+          break;
+        default:
+          Fail(r, "invalid escape '\\" + std::string(1, esc) + "' in a string");
       }
       const int32_t u = e - r >= 6 ? Hex4(r + 2) : -1;
       if (u < 0) Fail(r, "invalid \\u escape: expected four hex digits");
@@ -207,7 +286,8 @@ std::string_view JsonReader::DecodeString(const char* s, const char* q) {
           replacement();
           continue;
         } else {
-          Fail(escape, "lone surrogate \\u" + std::string(escape + 2, 4) + " in a string (not UTF-8)");
+          Fail(escape,
+               "lone surrogate \\u" + std::string(escape + 2, 4) + " in a string (not UTF-8)");
         }
       }
       o += utf8::Encode(cp, o);
@@ -215,14 +295,15 @@ std::string_view JsonReader::DecodeString(const char* s, const char* q) {
     }
     if (c >= 0x80) {
       int bad;
-      const int n = utf8::Sequence(reinterpret_cast<const uint8_t*>(r), reinterpret_cast<const uint8_t*>(e), &bad);
+      const int n = utf8::Sequence(reinterpret_cast<const uint8_t*>(r),
+                                   reinterpret_cast<const uint8_t*>(e), &bad);
       if (n > 0) {
         std::memcpy(o, r, static_cast<size_t>(n));
         o += n;
         r += n;
         continue;
       }
-      if (!replace_invalid_) Fail(r, "invalid UTF-8 in a string (" + Describe(r, end_) + ")");
+      if (!replace_invalid_) Fail(r, "invalid UTF-8 in a string (" + Describe(r) + ")");
       replacement();
       r += bad;
       continue;
@@ -237,7 +318,7 @@ std::string_view JsonReader::DecodeString(const char* s, const char* q) {
     ++r;
   }
   scratch_.Commit(static_cast<size_t>(o - out));
-  p_ = e + 1;
+  string_end_ = e + 1;
   return std::string_view(out, static_cast<size_t>(o - out));
 }
 
@@ -285,12 +366,10 @@ std::string_view JsonReader::FixRaw(std::string_view raw) {
 }
 
 int64_t JsonReader::DecimalSlow(int scale, const char* what) {
-  SkipSpace();
-  const char* at = p_;
-  if (at >= end_ || (*at != '-' && !IsDigit(*at))) {
-    FailExpected((std::string(what) + ": a number").c_str());
-  }
-  const Value v = ScanNumber();
+  const char* at = tok_;
+  if (*at != '-' && !IsDigit(*at)) FailExpected((std::string(what) + ": a number").c_str());
+  Value v;
+  ScanNumber(&v);
   int64_t out = 0;
   switch (ParseDecimalScaled(v.text, scale, &out)) {
     case DecimalStatus::kOk:
@@ -304,60 +383,42 @@ int64_t JsonReader::DecimalSlow(int scale, const char* what) {
                " does not fit a 64-bit integer");
 }
 
-Value JsonReader::ReadValue() {
-  Value v;
-  switch (Peek()) {
-    case ValueKind::kString:
-      v.kind = ValueKind::kString;
-      v.text = ScanString();
-      return v;
-    case ValueKind::kNumber:
-      return ScanNumber();
-    case ValueKind::kTrue:
-    case ValueKind::kFalse:
-    case ValueKind::kNull: {
-      const char* s = p_;
-      v.kind = Peek();
-      ScanLiteral();
-      v.text = std::string_view(s, static_cast<size_t>(p_ - s));
-      return v;
-    }
-    case ValueKind::kObject:
-    case ValueKind::kArray:
-      v.kind = Peek();
-      v.text = SkipValue();
-      return v;
+// Literals, objects and arrays (and the error for anything else).
+void JsonReader::ReadOtherValue(Value* out) {
+  const char* s = tok_;
+  out->kind = Peek();
+  out->is_int = false;
+  out->int_value = 0;
+  if (out->kind == ValueKind::kObject || out->kind == ValueKind::kArray) {
+    out->text = SkipValue();
+    return;
   }
-  return v;
+  ScanLiteral();
+  out->text = std::string_view(s, static_cast<size_t>(last_end_ - s));
 }
 
 std::string_view JsonReader::SkipValue() {
-  SkipSpace();
-  const char* const start = p_;
+  const char* const start = tok_;
   const bool replaced_before = replaced_;
   replaced_ = false;
   const uint32_t base = depth_;
   for (;;) {
-    // At a value, whitespace skipped.
-    if (p_ >= end_) FailValue();
-    const char c = *p_;
+    // At a value.
+    const char c = *tok_;
     if (c == '{' || c == '[') {
       Open(c == '{');
       after_open_ = false;
-      SkipSpace();
-      if (p_ < end_ && *p_ == (c == '{' ? '}' : ']')) {
+      if (*tok_ == (c == '{' ? '}' : ']')) {
         Close();
       } else {
-        if (c == '{') {
-          ReadKeyAndColon();
-          SkipSpace();
-        }
+        if (c == '{') ReadKeyAndColon();
         continue;
       }
     } else if (c == '"') {
       ScanString();
     } else if (c == '-' || IsDigit(c)) {
-      ScanNumber();
+      Value ignored;
+      ScanNumber(&ignored);
     } else if (c == 't' || c == 'f' || c == 'n') {
       ScanLiteral();
     } else {
@@ -366,30 +427,26 @@ std::string_view JsonReader::SkipValue() {
     // After a value: a separator and the next value, or the ends of containers.
     for (;;) {
       if (depth_ == base) {
-        std::string_view raw(start, static_cast<size_t>(p_ - start));
+        std::string_view raw(start, static_cast<size_t>(last_end_ - start));
         if (replaced_) raw = FixRaw(raw);
         replaced_ = replaced_ || replaced_before;
         return raw;
       }
-      SkipSpace();
       const bool object = TopIsObject();
-      if (p_ < end_ && *p_ == ',') {
-        ++p_;
-        SkipSpace();
-        if (p_ < end_ && *p_ == (object ? '}' : ']')) {
-          Fail(p_, object ? "trailing comma before '}'" : "trailing comma before ']'");
+      if (*tok_ == ',') {
+        Advance();
+        if (*tok_ == (object ? '}' : ']')) {
+          Fail(tok_, object ? "trailing comma before '}'" : "trailing comma before ']'");
         }
-        if (object) {
-          ReadKeyAndColon();
-          SkipSpace();
-        }
+        if (object) ReadKeyAndColon();
         break;
       }
-      if (p_ < end_ && *p_ == (object ? '}' : ']')) {
+      if (*tok_ == (object ? '}' : ']')) {
         Close();
         continue;
       }
-      FailExpected(object ? "',' or '}' after an object member" : "',' or ']' after an array element");
+      FailExpected(object ? "',' or '}' after an object member"
+                          : "',' or ']' after an array element");
     }
   }
 }

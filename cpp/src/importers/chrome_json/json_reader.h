@@ -4,6 +4,10 @@
 // value: plain strings are views into the input; strings with escapes or replaced bytes are
 // written into scratch room that lives until ResetScratch.
 //
+// It walks a structural index (structural_index.h: one bit per token start) built 64 KB of
+// input at a time: each step moves from one token to the next without looking at whitespace
+// or at the bytes of a plain string; numbers and literals are parsed from their first byte.
+//
 // What it accepts is RFC 8259 JSON, with these defined outcomes:
 //   * Strings: escapes decoded (\uXXXX, surrogate pairs joined). A lone surrogate escape,
 //     invalid UTF-8 and raw control characters (< 0x20) are errors, or each becomes U+FFFD
@@ -23,15 +27,17 @@
 // offending byte; they are computed only when an error is raised.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
 #include "importers/chrome_json/json_value.h"
 #include "importers/chrome_json/scratch_arena.h"
-#include "importers/chrome_json/wide_scan.h"
+#include "importers/chrome_json/structural_index.h"
 #include "importers/text_proto/swar.h"
 
 namespace tracecore::json {
@@ -39,33 +45,49 @@ namespace tracecore::json {
 struct ReaderOptions {
   bool replace_invalid = false;  // errors="replace": bad bytes become U+FFFD
   uint32_t max_depth = 1000;     // containers open at once
+  Stage1Fn stage1 = nullptr;     // the structural indexer; nullptr: BestStage1() (tests pick)
 };
 
 // The line and column (1-based, bytes) of offset `at` in [begin, ...): counted when asked.
 void LineColumn(const char* begin, const char* at, uint64_t* line, uint64_t* column);
 TraceFormatError ErrorAt(const char* begin, const char* at, const std::string& what);
 
+// Bytes that may follow a number or literal: whitespace, an operator, a quote (the parser
+// then rejects the quote where it stands).
+constexpr std::array<bool, 256> MakeEndsScalar() {
+  std::array<bool, 256> t{};
+  for (const char c : {' ', '\t', '\n', '\r', '{', '}', '[', ']', ':', ',', '"'})
+    t[static_cast<unsigned char>(c)] = true;
+  return t;
+}
+inline constexpr std::array<bool, 256> kEndsScalar = MakeEndsScalar();
+
 class JsonReader {
  public:
   static constexpr uint32_t kMaxDepthLimit = 4096;
+  // Input indexed per stage-1 call.
+  static constexpr size_t kChunkBytes = 64 * 1024;
 
   JsonReader(const char* begin, const char* end, const ReaderOptions& options = {});
 
-  // The kind of the next value (whitespace skipped); an error at the end of the input or on a
-  // byte that starts no value.
-  ValueKind Peek() {
-    SkipSpace();
-    if (p_ < end_) {
-      switch (*p_) {
-        case '{': return ValueKind::kObject;
-        case '[': return ValueKind::kArray;
-        case '"': return ValueKind::kString;
-        case 't': return ValueKind::kTrue;
-        case 'f': return ValueKind::kFalse;
-        case 'n': return ValueKind::kNull;
-        default:
-          if (*p_ == '-' || IsDigit(*p_)) return ValueKind::kNumber;
-      }
+  // The kind of the next value; an error at the end of the input or on a byte that starts no
+  // value.
+  ValueKind Peek() const {
+    switch (*tok_) {
+      case '{':
+        return ValueKind::kObject;
+      case '[':
+        return ValueKind::kArray;
+      case '"':
+        return ValueKind::kString;
+      case 't':
+        return ValueKind::kTrue;
+      case 'f':
+        return ValueKind::kFalse;
+      case 'n':
+        return ValueKind::kNull;
+      default:
+        if (*tok_ == '-' || IsDigit(*tok_)) return ValueKind::kNumber;
     }
     FailValue();
   }
@@ -73,20 +95,17 @@ class JsonReader {
   // Objects: EnterObject, then NextMember until it returns false (it consumed the '}').
   // NextMember leaves the reader at the member's value.
   void EnterObject() {
-    SkipSpace();
-    if (p_ >= end_ || *p_ != '{') FailExpected("'{'");
+    if (*tok_ != '{') FailExpected("'{'");
     Open(true);
   }
   bool NextMember(std::string_view* key) {
-    SkipSpace();
     if (after_open_) {
       after_open_ = false;
-      if (p_ < end_ && *p_ == '}') return Close();
-    } else if (p_ < end_ && *p_ == ',') {
-      ++p_;
-      SkipSpace();
-      if (p_ < end_ && *p_ == '}') Fail(p_, "trailing comma before '}'");
-    } else if (p_ < end_ && *p_ == '}') {
+      if (*tok_ == '}') return Close();
+    } else if (*tok_ == ',') {
+      Advance();
+      if (*tok_ == '}') Fail(tok_, "trailing comma before '}'");
+    } else if (*tok_ == '}') {
       return Close();
     } else {
       FailExpected("',' or '}' after an object member");
@@ -97,46 +116,45 @@ class JsonReader {
 
   // Arrays: EnterArray, then NextElement until it returns false (it consumed the ']').
   void EnterArray() {
-    SkipSpace();
-    if (p_ >= end_ || *p_ != '[') FailExpected("'['");
+    if (*tok_ != '[') FailExpected("'['");
     Open(false);
   }
   bool NextElement() {
-    SkipSpace();
     if (after_open_) {
       after_open_ = false;
-      if (p_ < end_ && *p_ == ']') return Close();
+      if (*tok_ == ']') return Close();
       return true;
     }
-    if (p_ < end_ && *p_ == ',') {
-      ++p_;
-      SkipSpace();
-      if (p_ < end_ && *p_ == ']') Fail(p_, "trailing comma before ']'");
+    if (*tok_ == ',') {
+      Advance();
+      if (*tok_ == ']') Fail(tok_, "trailing comma before ']'");
       return true;
     }
-    if (p_ < end_ && *p_ == ']') return Close();
+    if (*tok_ == ']') return Close();
     FailExpected("',' or ']' after an array element");
   }
 
   // The next value, which must be a string: decoded, valid UTF-8.
   std::string_view ReadString() {
-    SkipSpace();
-    if (p_ >= end_ || *p_ != '"') FailExpected("a string");
+    if (*tok_ != '"') FailExpected("a string");
     return ScanString();
   }
 
   // The next value, which must be a number: its text, and its int64 value when it is an
   // integer literal within int64 (Value::is_int).
   Value ReadNumber() {
-    SkipSpace();
-    return ScanNumber();
+    if (*tok_ != '-' && !IsDigit(*tok_)) FailExpected("a number");
+    Value v;
+    ScanNumber(&v);
+    return v;
   }
 
   // The next value as an int64: an integer literal within int64, else an error naming `what`.
   int64_t ReadInt64(const char* what) {
-    SkipSpace();
-    const char* at = p_;
-    const Value v = ScanNumber();
+    const char* at = tok_;
+    if (*at != '-' && !IsDigit(*at)) FailExpected((std::string(what) + ": an integer").c_str());
+    Value v;
+    ScanNumber(&v);
     if (!v.is_int) Fail(at, std::string(what) + ": expected an integer within int64");
     return v.int_value;
   }
@@ -144,16 +162,17 @@ class JsonReader {
   // The next value, a number, as round(value * 10^scale) (json_numbers.h), exact. `what`
   // names it in errors. Short decimals with at most `scale` fraction digits take a SWAR path.
   int64_t ReadDecimalScaled(int scale, const char* what) {
-    SkipSpace();
-    // Loads reach at most 26 bytes past p_. LeadingDigits < 8 means a non-digit ends the run
+    const char* const s = tok_;
+    // Loads reach at most 26 bytes past s. LeadingDigits < 8 means a non-digit ends the run
     // inside the word, so the whole run was seen.
-    if (end_ - p_ >= 32 && scale <= 9) {
-      const char* q = p_;
+    if ((*s == '-' || IsDigit(*s)) && end_ - s >= 32 && scale <= 9) {
+      const char* q = s;
       const bool negative = *q == '-';
       q += negative;
       const uint64_t w = swar::Load(q);
       int n = swar::LeadingDigits(w);
-      bool ok = n > 0 && (n == 1 || q[0] != '0');
+      // Branch-free: whether the run is empty or a leading zero depends on the data.
+      bool ok = (n > 0) & ((n == 1) | (q[0] != '0'));
       uint64_t whole = 0;
       if (n < 8) {
         if (ok) whole = swar::FirstDigits(w, n);
@@ -161,7 +180,8 @@ class JsonReader {
         const uint64_t w2 = swar::Load(q + 8);
         const int n2 = swar::LeadingDigits(w2);
         ok = ok && n2 < 8;
-        if (ok) whole = swar::EightDigits(w) * kPow10[n2] + (n2 > 0 ? swar::FirstDigits(w2, n2) : 0);
+        if (ok)
+          whole = swar::EightDigits(w) * kPow10[n2] + (n2 > 0 ? swar::FirstDigits(w2, n2) : 0);
         n = 8 + n2;
       }
       if (ok && n + scale <= 18) {
@@ -175,9 +195,10 @@ class JsonReader {
           if (ok) frac = swar::FirstDigits(f, nf);
           q += 1 + nf;
         }
-        if (ok && (*q | 0x20) != 'e') {
+        if (ok && kEndsScalar[static_cast<unsigned char>(*q)]) {
           const uint64_t v = whole * kPow10[scale] + frac * kPow10[scale - nf];
-          p_ = q;
+          last_end_ = q;
+          Advance();
           return negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
         }
       }
@@ -197,17 +218,34 @@ class JsonReader {
   }
 
   // Any value, typed: strings decoded, numbers as in ReadNumber, objects and arrays skipped
-  // (checked) and given as raw text.
-  Value ReadValue();
+  // (checked) and given as raw text. Written in place (a Value returned through the stack
+  // and copied costs a store-forwarding stall per value).
+  void ReadValue(Value* out) {
+    const char c = *tok_;
+    if (c == '"') {
+      out->kind = ValueKind::kString;
+      out->is_int = false;
+      out->int_value = 0;
+      out->text = ScanString();
+    } else if (c == '-' || IsDigit(c)) {
+      ScanNumber(out);
+    } else {
+      ReadOtherValue(out);
+    }
+  }
+  Value ReadValue() {
+    Value v;
+    ReadValue(&v);
+    return v;
+  }
 
   // Steps over the next value, checking it; returns its raw text. In errors="replace" mode
   // the text is a copy with bad bytes inside strings replaced, so it is valid UTF-8.
   std::string_view SkipValue();
 
   // Only whitespace may follow.
-  void ExpectEnd() {
-    SkipSpace();
-    if (p_ != end_) Fail(p_, "unexpected data after the JSON value");
+  void ExpectEnd() const {
+    if (!at_end()) Fail(tok_, "unexpected data after the JSON value");
   }
 
   // Frees the scratch room: every string view the reader handed out before is invalid after.
@@ -215,23 +253,19 @@ class JsonReader {
 
   const char* begin() const { return begin_; }
   const char* end() const { return end_; }
-  const char* pos() const { return p_; }
+  // Where the next token starts (the end of the input when there is none).
+  const char* pos() const { return at_end() ? end_ : tok_; }
   uint32_t depth() const { return depth_; }
-  bool at_end() {
-    SkipSpace();
-    return p_ >= end_;
-  }
+  bool at_end() const { return tok_ == &kEof; }
 
   [[noreturn]] void Fail(const char* at, const std::string& what) const;
-  // "expected <what>, found <the byte at the current position>".
+  // "expected <what>, found <the next token's first byte>".
   [[noreturn]] void FailExpected(const char* what) const;
 
-  __attribute__((always_inline)) void SkipSpace() {
-    if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;
-    SkipSpaceSlow();
-  }
-
  private:
+  // Where tok_ points once the input is exhausted: a NUL byte no token starts with.
+  inline static const char kEof = '\0';
+
   static bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
   static constexpr uint64_t kPow10[19] = {1ull,
                                           10ull,
@@ -253,8 +287,22 @@ class JsonReader {
                                           100000000000000000ull,
                                           1000000000000000000ull};
 
+  // The next token: the lowest set bit of the current block, else the next block with one
+  // (indexing the next chunk when this one is used up).
+  __attribute__((always_inline)) void Advance() {
+    if (bits_ == 0) {
+      NextBlock();
+      if (bits_ == 0) return;  // the end: tok_ is &kEof
+    }
+    tok_ = block_ + __builtin_ctzll(bits_);
+    bits_ &= bits_ - 1;
+  }
+  void NextBlock();
+  bool Refill();
+
   void Open(bool object) {
-    if (depth_ >= max_depth_) Fail(p_, "nesting deeper than " + std::to_string(max_depth_) + " levels");
+    if (depth_ >= max_depth_)
+      Fail(tok_, "nesting deeper than " + std::to_string(max_depth_) + " levels");
     ++depth_;
     const uint64_t bit = uint64_t{1} << (depth_ & 63);
     if (object) {
@@ -262,53 +310,90 @@ class JsonReader {
     } else {
       stack_[depth_ >> 6] &= ~bit;
     }
-    ++p_;
+    Advance();
     after_open_ = true;
   }
   bool Close() {
-    ++p_;
+    last_end_ = tok_ + 1;
+    Advance();
     --depth_;
     return false;
   }
   bool TopIsObject() const { return (stack_[depth_ >> 6] >> (depth_ & 63)) & 1; }
 
-  // At a '"' (not checked): the string, the reader after its closing quote.
+  // At a '"' (not checked): the string, the reader at the next token. A plain string's closing
+  // quote is the next token.
   std::string_view ScanString() {
-    const char* s = p_ + 1;
-    const char* q = s;
-    while (end_ - q >= wide::kWidth) {
-      const wide::Mask m = wide::StringStops(q);
-      if (m != 0) {
-        q += wide::FirstStop(m);
-        if (*q == '"') {
-          p_ = q + 1;
-          return std::string_view(s, static_cast<size_t>(q - s));
-        }
-        break;
-      }
-      q += wide::kWidth;
+    const char* open = tok_;
+    Advance();
+    if (*tok_ == '"') {
+      const std::string_view s(open + 1, static_cast<size_t>(tok_ - open - 1));
+      last_end_ = tok_ + 1;
+      Advance();
+      return s;
     }
-    return StringSlow(s, q);
+    return DirtyString(open);
   }
 
   std::string_view ReadKeyAndColon() {
-    if (p_ >= end_ || *p_ != '"') FailExpected("a string key");
+    if (*tok_ != '"') FailExpected("a string key");
     const std::string_view key = ScanString();
-    if (p_ < end_ && *p_ == ':') {
-      ++p_;
-    } else {
-      SkipSpace();
-      if (p_ >= end_ || *p_ != ':') FailExpected("':' after an object key");
-      ++p_;
-    }
+    if (*tok_ != ':') FailExpected("':' after an object key");
+    Advance();
     return key;
   }
 
-  // At the first byte of a number (whitespace skipped).
-  Value ScanNumber() {
-    const char* s = p_;
+  // At the first byte of a number ('-' or a digit: checked by the caller). With room behind
+  // the number, digit runs are read eight at a time (SWAR); an exponent, a run of 16 or more
+  // digits, or a malformed number takes the byte loop.
+  void ScanNumber(Value* v) {
+    const char* const s = tok_;
+    if (end_ - s >= 40) {
+      const char* q = s;
+      const bool negative = *q == '-';
+      q += negative;
+      const uint64_t w = swar::Load(q);
+      int n = swar::LeadingDigits(w);
+      uint64_t magnitude = 0;
+      // Branch-free: whether the run is empty or a leading zero depends on the data.
+      bool ok = (n > 0) & ((n == 1) | (q[0] != '0'));
+      if (n < 8) {
+        if (ok) magnitude = swar::FirstDigits(w, n);
+      } else {
+        const uint64_t w2 = swar::Load(q + 8);
+        const int n2 = swar::LeadingDigits(w2);
+        ok = ok && n2 < 8;
+        if (ok)
+          magnitude = swar::EightDigits(w) * kPow10[n2] + (n2 > 0 ? swar::FirstDigits(w2, n2) : 0);
+        n = 8 + n2;
+      }
+      q += n;
+      bool integer = true;
+      if (ok && *q == '.') {
+        integer = false;
+        const int nf = swar::LeadingDigits(swar::Load(q + 1));
+        ok = nf > 0 && nf < 8;
+        q += 1 + nf;
+      }
+      if (ok && kEndsScalar[static_cast<unsigned char>(*q)]) {
+        last_end_ = q;
+        Advance();
+        v->kind = ValueKind::kNumber;
+        v->text = std::string_view(s, static_cast<size_t>(q - s));
+        // At most 15 digits here: always within int64.
+        v->is_int = integer;
+        v->int_value = integer ? (negative ? -static_cast<int64_t>(magnitude)
+                                           : static_cast<int64_t>(magnitude))
+                               : 0;
+        return;
+      }
+    }
+    ScanNumberSlow(v);
+  }
+  __attribute__((noinline)) void ScanNumberSlow(Value* v) {
+    const char* s = tok_;
     const char* q = s;
-    const bool negative = q < end_ && *q == '-';
+    const bool negative = *q == '-';
     q += negative;
     if (q >= end_ || !IsDigit(*q)) FailNumber(q);
     uint64_t magnitude = 0;
@@ -339,21 +424,30 @@ class JsonReader {
       do ++q;
       while (q < end_ && IsDigit(*q));
     }
-    p_ = q;
-    Value v;
-    v.kind = ValueKind::kNumber;
-    v.text = std::string_view(s, static_cast<size_t>(q - s));
+    EndScalar(q, "a number");
+    v->kind = ValueKind::kNumber;
+    v->text = std::string_view(s, static_cast<size_t>(q - s));
     // Nineteen digits never wrap a uint64; twenty or more may, and never fit.
     const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
-    if (integer && digits <= 19 && magnitude <= limit) {
-      v.is_int = true;
-      v.int_value = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
-    }
-    return v;
+    v->is_int = integer && digits <= 19 && magnitude <= limit;
+    v->int_value = v->is_int ? (negative ? static_cast<int64_t>(0 - magnitude)
+                                         : static_cast<int64_t>(magnitude))
+                             : 0;
   }
 
+  // A number or literal ended at q: the next byte must end it, and the next token follows.
+  void EndScalar(const char* q, const char* what) {
+    if (q < end_ && !kEndsScalar[static_cast<unsigned char>(*q)]) {
+      Fail(q, std::string("unexpected ") + Describe(q) + " after " + what);
+    }
+    last_end_ = q;
+    Advance();
+  }
+
+  std::string Describe(const char* at) const;
+  void ReadOtherValue(Value* out);
   void ScanLiteral();
-  void SkipSpaceSlow();
+  std::string_view DirtyString(const char* open);
   std::string_view StringSlow(const char* s, const char* q);
   std::string_view DecodeString(const char* s, const char* q);
   std::string_view FixRaw(std::string_view raw);
@@ -362,8 +456,20 @@ class JsonReader {
   [[noreturn]] void FailNumber(const char* at) const;
 
   const char* begin_;
-  const char* p_;
   const char* end_;
+  const char* tok_ = &kEof;           // the next token's first byte
+  const char* last_end_;              // one past the last byte of the last token consumed
+  const char* string_end_ = nullptr;  // after the closing quote of the last slow string
+  // The structural index: token bits not yet visited of the block at block_, then the masks
+  // of the chunk's next blocks [mask_, mask_end_).
+  uint64_t bits_ = 0;
+  const char* block_;
+  const uint64_t* mask_ = nullptr;
+  const uint64_t* mask_end_ = nullptr;
+  const char* next_chunk_;  // where stage 1 goes on
+  std::unique_ptr<uint64_t[]> masks_;
+  Stage1Fn stage1_;
+  Stage1Carry carry_;
   bool replace_invalid_;
   bool after_open_ = false;
   bool replaced_ = false;  // a string was rewritten with U+FFFD since SkipValue last asked
