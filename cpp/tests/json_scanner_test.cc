@@ -386,7 +386,7 @@ TEST(JsonNumbers, DoublesAreCorrectlyRounded) {
 TEST(JsonNumbers, GrammarErrors) {
   EXPECT_EQ(ErrorOf("[NaN]"), "line 1, column 2: NaN and Infinity are not JSON numbers");
   EXPECT_EQ(ErrorOf("[Infinity]"), "line 1, column 2: NaN and Infinity are not JSON numbers");
-  EXPECT_EQ(ErrorOf("[-Infinity]"), "line 1, column 3: NaN and Infinity are not JSON numbers");
+  EXPECT_EQ(ErrorOf("[-Infinity]"), "line 1, column 2: NaN and Infinity are not JSON numbers");
   EXPECT_EQ(ErrorOf("[01]"), "line 1, column 3: unexpected '1' after a number");
   EXPECT_EQ(ErrorOf("[1x]"), "line 1, column 3: unexpected 'x' after a number");
   EXPECT_EQ(ErrorOf("[1\"x\"]"),

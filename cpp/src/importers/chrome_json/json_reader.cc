@@ -146,7 +146,8 @@ void JsonReader::FailValue() const {
 }
 
 void JsonReader::FailNumber(const char* at) const {
-  if (StartsWith(at, end_, "Infinity")) Fail(at, "NaN and Infinity are not JSON numbers");
+  // -Infinity: reported at its '-'.
+  if (StartsWith(at, end_, "Infinity")) Fail(at - 1, "NaN and Infinity are not JSON numbers");
   Fail(at, "malformed number: expected a digit, found " + Describe(at));
 }
 
