@@ -235,3 +235,29 @@ def test_times_are_exact_decimal_arithmetic() -> None:
 def test_not_a_trace() -> None:
     with pytest.raises(ValueError, match="not a Chrome trace"):
         oracle.read(b'{"displayTimeUnit": "ns"}')
+
+
+def test_generated_kineto_trace(tmp_path: Path) -> None:
+    """bench/make_kineto.py's output: valid, the decoder agrees with json on it, and each
+    allocator's replay matches its Total Allocated series."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from make_kineto import make_kineto
+
+    out = tmp_path / "gen.pt.trace.json"
+    info = make_kineto(0.5, out)
+    assert info["steps"] >= 1 and out.stat().st_size == info["bytes"]
+    data = out.read_bytes()
+    o = oracle.read(data)
+    assert o.kind == "Kineto"
+    events, _, summary = core.chrome_json_events(data)
+    assert summary["events"] == len(json.loads(data)["traceEvents"]) == info["events"]
+    replay = o.replay_in_use()
+    assert set(replay) == {"cpu", "cuda:0"}
+    for allocator, series in replay.items():
+        totals = [(r.ts_ns, r.total_allocated) for r in o.alloc_records if r.allocator == allocator]
+        assert series == totals, allocator
+    kernels = [e for e in o.events if e.cat == "kernel"]
+    assert kernels and o.tracks[(0, 7)].kind == "gpu_stream"
+    assert sum(1 for a, _ in o.links() if a.cat == "ac2g") == len(kernels)
