@@ -169,21 +169,9 @@ class JsonReader {
       const char* q = s;
       const bool negative = *q == '-';
       q += negative;
-      const uint64_t w = swar::Load(q);
-      int n = swar::LeadingDigits(w);
-      // Branch-free: whether the run is empty or a leading zero depends on the data.
-      bool ok = (n > 0) & ((n == 1) | (q[0] != '0'));
-      uint64_t whole = 0;
-      if (n < 8) {
-        if (ok) whole = swar::FirstDigits(w, n);
-      } else {
-        const uint64_t w2 = swar::Load(q + 8);
-        const int n2 = swar::LeadingDigits(w2);
-        ok = ok && n2 < 8;
-        if (ok)
-          whole = swar::EightDigits(w) * kPow10[n2] + (n2 > 0 ? swar::FirstDigits(w2, n2) : 0);
-        n = 8 + n2;
-      }
+      int n;
+      uint64_t whole;
+      bool ok = SwarInteger(q, &n, &whole);
       if (ok && n + scale <= 18) {
         q += n;
         uint64_t frac = 0;
@@ -343,6 +331,29 @@ class JsonReader {
     return key;
   }
 
+  // The run of digits at q (16 readable bytes): its length in *n and its value in *value.
+  // True when it is a valid integer part of at most 15 digits; false when it is empty, has a
+  // leading zero, or has 16 digits or more (the caller then takes its slow path).
+  static bool SwarInteger(const char* q, int* n, uint64_t* value) {
+    const uint64_t w = swar::Load(q);
+    int len = swar::LeadingDigits(w);
+    // Branch-free: whether the run is empty or a leading zero depends on the data.
+    bool ok = (len > 0) & ((len == 1) | (q[0] != '0'));
+    uint64_t v = 0;
+    if (len < 8) {
+      if (ok) v = swar::FirstDigits(w, len);
+    } else {
+      const uint64_t w2 = swar::Load(q + 8);
+      const int n2 = swar::LeadingDigits(w2);
+      ok = ok && n2 < 8;
+      if (ok) v = swar::EightDigits(w) * kPow10[n2] + (n2 > 0 ? swar::FirstDigits(w2, n2) : 0);
+      len = 8 + n2;
+    }
+    *n = len;
+    *value = v;
+    return ok;
+  }
+
   // At the first byte of a number ('-' or a digit: checked by the caller). With room behind
   // the number, digit runs are read eight at a time (SWAR); an exponent, a run of 16 or more
   // digits, or a malformed number takes the byte loop.
@@ -352,21 +363,9 @@ class JsonReader {
       const char* q = s;
       const bool negative = *q == '-';
       q += negative;
-      const uint64_t w = swar::Load(q);
-      int n = swar::LeadingDigits(w);
-      uint64_t magnitude = 0;
-      // Branch-free: whether the run is empty or a leading zero depends on the data.
-      bool ok = (n > 0) & ((n == 1) | (q[0] != '0'));
-      if (n < 8) {
-        if (ok) magnitude = swar::FirstDigits(w, n);
-      } else {
-        const uint64_t w2 = swar::Load(q + 8);
-        const int n2 = swar::LeadingDigits(w2);
-        ok = ok && n2 < 8;
-        if (ok)
-          magnitude = swar::EightDigits(w) * kPow10[n2] + (n2 > 0 ? swar::FirstDigits(w2, n2) : 0);
-        n = 8 + n2;
-      }
+      int n;
+      uint64_t magnitude;
+      bool ok = SwarInteger(q, &n, &magnitude);
       q += n;
       bool integer = true;
       if (ok && *q == '.') {
