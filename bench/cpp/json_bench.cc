@@ -5,7 +5,6 @@
 // and `walk` (the generic JSON token walk, json::WalkValue, with a handler that does nothing).
 // Build: cmake -S . -B build/bench -DTRACECORE_BUILD_BENCH=ON && cmake --build build/bench
 //   --target json_bench; run: build/bench/json_bench FILE [REPEAT] [events|walk]
-#include <sys/resource.h>
 #include <time.h>
 
 #include <chrono>
@@ -57,10 +56,18 @@ double ThreadCpuSeconds() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+// VmHWM of this process image. Not getrusage's ru_maxrss: Linux carries that over from the
+// parent across fork and exec, so a parent that once held the whole file would show here.
 double PeakRssMb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // KiB on Linux
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  double mb = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmHWM:", 6) == 0) mb = std::strtod(line + 6, nullptr) / 1024.0;
+  }
+  std::fclose(f);
+  return mb;
 }
 
 }  // namespace
