@@ -3,7 +3,7 @@
 
     python fuzz/make_corpus.py OUTDIR [--seed N]
 
-Writes OUTDIR/text/ and OUTDIR/binary/ (each file < 64 KB):
+Writes OUTDIR/text/, OUTDIR/binary/ and OUTDIR/json/ (each file < 64 KB):
 - excerpts of the text seeds in tests/data (whole records: a device block with a window of its
   node_stats, a RunMetadata step_stats / cost_graph / partition_graphs excerpt), and the same
   excerpts encoded in the protobuf wire format with the schema below;
@@ -12,7 +12,10 @@ Writes OUTDIR/text/ and OUTDIR/binary/ (each file < 64 KB):
   fields, unknown fields and groups, in both encodings;
 - a few hostile inputs: deep nesting, huge declared lengths, long strings, many repeated
   fields, thread_names with duplicate keys;
-- the fixtures of tests/data/regressions (small files only).
+- the fixtures of tests/data/regressions (small files only);
+- for fuzz_json: excerpts of the Chrome trace samples in tests/data/chrome (the first events
+  of each, in compact, pretty and Kineto-like layouts, and raw prefixes of the files) and
+  small documents at the edges of JSON (escapes, surrogates, numbers, nesting, BOM).
 
 The schema follows TensorFlow's .proto files (the field numbers of step_stats.proto,
 cost_graph.proto, config.proto). It is also used by tests/test_robustness.py (import
@@ -22,6 +25,8 @@ cost_graph.proto, config.proto). It is also used by tests/test_robustness.py (im
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import random
 import struct
 from pathlib import Path
@@ -519,17 +524,60 @@ def hostile_inputs() -> list[tuple[str, bytes]]:
     return out
 
 
+JSON_EDGES = [
+    b"{}", b"[]", b"[{}]", b'{"traceEvents": []}', b'{"traceEvents": [{}]}', b'[{"ph": "X"}]',
+    b'["\\u00e9\\ud83d\\ude00\\n\\"\\\\\\/"]', b'["\\ud800", "\\udc00x"]',
+    b'["caf\xc3\xa9", "\xed\xa0\x80", "\xff", "a\tb"]', b"\xef\xbb\xbf[1]",
+    b"[-0, 0.0, 1e308, 1e-400, 1e400, 9223372036854775807, 9223372036854775808, -1.5E+3]",
+    b"[NaN, Infinity, -Infinity]", b"[1,]", b'{"a":1,}', b"[01]", b'{"a" 1}',
+    b"[" * 1200 + b"]" * 1200, b'{"a":' * 300 + b"1" + b"}" * 300,
+    (b'{"traceEvents": [{"ph": "X", "ts": "12.5", "dur": 1e3, "pid": "p", "tid": 7, '
+     b'"args": {"a": 1, "a": [1, {"b": null}], "c": true}}], "traceEvents": []}'),
+    b'[{"ph": "X", "ts": 15.449999999999999, "dur": 9.9999999999999995e-07}, {}]',
+]
+
+
+def json_seeds(rng: random.Random) -> list[tuple[str, bytes]]:
+    """Excerpts of the Chrome trace samples and edge documents, for fuzz_json."""
+    out = [(f"edge_{i:03d}.json", data) for i, data in enumerate(JSON_EDGES)]
+    chrome = DATA / "chrome"
+    if not chrome.is_dir():
+        return out
+    for path in sorted(chrome.iterdir()):
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        out.append((f"prefix_{path.name}.json", raw[:MAX_PIECE]))
+        doc = json.loads(raw)
+        events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+        if not events:
+            continue
+        for layout in range(3):
+            start = rng.randrange(max(1, len(events) - 40))
+            piece = events[start:start + 40]
+            top = {k: v for k, v in doc.items() if k != "traceEvents"} if isinstance(doc, dict) else {}
+            top["traceEvents"] = piece + [{}]
+            if layout == 0:
+                data = json.dumps(top, separators=(",", ":")).encode()
+            elif layout == 1:
+                data = json.dumps(top, indent=2, ensure_ascii=False).encode()
+            else:
+                data = json.dumps(piece).replace("}, {", "},\n  {").encode()
+            out.append((f"excerpt_{path.name}_{layout}.json", data[:MAX_PIECE]))
+    return out
+
+
 def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int = 60) -> dict[str, int]:
     rng = random.Random(seed)
-    text_dir, bin_dir = outdir / "text", outdir / "binary"
-    text_dir.mkdir(parents=True, exist_ok=True)
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    counts = {"text": 0, "binary": 0}
+    dirs = {kind: outdir / kind for kind in ("text", "binary", "json")}
+    for d in dirs.values():
+        d.mkdir(parents=True, exist_ok=True)
+    counts = {"text": 0, "binary": 0, "json": 0}
 
     def put(kind: str, name: str, data: bytes) -> None:
         if not data or len(data) > 64 * 1024 - 1:
             return
-        ((text_dir if kind == "text" else bin_dir) / name).write_bytes(data)
+        (dirs[kind] / name).write_bytes(data)
         counts[kind] += 1
 
     for i, (kind, tree) in enumerate(seed_excerpts(rng, excerpts // 2)):
@@ -543,11 +591,16 @@ def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int
         put("binary", f"synth_{i:03d}.pb", encode(tree, kind, rng))
     for i, (kind, data) in enumerate(hostile_inputs()):
         put(kind, f"hostile_{i:03d}", data)
+    for name, data in json_seeds(rng):
+        put("json", name, data)
     regressions = DATA / "regressions"
     if regressions.is_dir():
         for path in sorted(regressions.iterdir()):
             if path.is_file() and path.stat().st_size < 64 * 1024:
                 data = path.read_bytes()
+                if ".json" in path.name:
+                    put("json", "regression_" + path.name, data)
+                    continue
                 is_text = path.suffix in (".pbtxt", ".txt") or (data[:1].isalpha() and b"\x00" not in data[:256])
                 put("text" if is_text else "binary", "regression_" + path.name, data)
     return counts
@@ -559,7 +612,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     counts = write_corpus(args.outdir, args.seed)
-    print(f"corpus in {args.outdir}: {counts['text']} text, {counts['binary']} binary seeds")
+    print(f"corpus in {args.outdir}: {counts['text']} text, {counts['binary']} binary, "
+          f"{counts['json']} json seeds")
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ ColumnArena::ColumnArena(bool enabled) : previous_(column_memory::active), enabl
 
 ColumnArena::~ColumnArena() {
   if (!enabled_) return;
-  // Arenas nest, each created and destroyed on one thread (TraceBuilders on the stack).
+  // Arenas nest, each created and destroyed on one thread (TraceSinks on the stack).
   assert(column_memory::active == this);
   column_memory::active = previous_;
   if (slab_ != nullptr) {

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "importers/stepstats/text/swar.h"
+#include "core/swar.h"
 
 namespace tracecore {
 
