@@ -11,9 +11,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import chrome_oracle as oracle
 import pytest
 
+import chrome_oracle as oracle
 from tracecore import _core as core
 
 DATA = Path(__file__).parent / "data" / "chrome"
@@ -63,7 +63,7 @@ def test_decoder_matches_json_event_by_event(path: Path) -> None:
     assert [k for k, _ in top_level] == [k for k in doc if k != "traceEvents"]
     for (key, value) in top_level:
         assert _decoded_value(doc[key], value), key
-    for got, want in zip(events, expected_events):
+    for got, want in zip(events, expected_events, strict=True):
         fields = {k: v for k, v in got.items() if k not in ("args", "offset")}
         assert fields == _expected_event(want), (got, want)
         assert data[got["offset"]:got["offset"] + 1] == b"{"

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from tracecore import TraceFormatError
 from tracecore import _core as core
 
@@ -76,7 +77,7 @@ def _same(a: Any, b: Any) -> bool:
         return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (
             math.isnan(a) and math.isnan(b))
     if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     return bool(a == b)
