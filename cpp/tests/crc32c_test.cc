@@ -1,12 +1,13 @@
 // CRC-32C: published check values, the TFRecord mask, and the hardware path against the portable
 // one (and both against a bit-at-a-time reference) on random lengths and alignments.
+#include "codec/crc32c.h"
+
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "codec/crc32c.h"
 #include "unit_test.h"
 
 using tracecore::Crc32c;
@@ -48,10 +49,11 @@ TEST(Crc32c, Rfc3720Vectors) {
   EXPECT_EQ(Crc32c(buf, 32), 0x46DD794Eu);
   for (int i = 0; i < 32; ++i) buf[i] = static_cast<uint8_t>(31 - i);
   EXPECT_EQ(Crc32c(buf, 32), 0x113FDB5Cu);
-  const uint8_t iscsi_read[48] = {
-      0x01, 0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-      0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18,
-      0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  const uint8_t iscsi_read[48] = {0x01, 0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                  0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00,
+                                  0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00,
+                                  0x00, 0x18, 0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                  0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
   EXPECT_EQ(Crc32c(iscsi_read, 48), 0xD9963A56u);
 }
 
@@ -93,7 +95,8 @@ TEST(Crc32c, ImplementationsAgreeOnRandomInputs) {
   const bool hw = detail::HardwareAvailable();
   std::vector<size_t> lengths;
   for (size_t n = 0; n <= 80; ++n) lengths.push_back(n);
-  for (size_t n : {767, 768, 769, 775, 776, 24575, 24576, 24577, 24583, 24584, 49920}) lengths.push_back(n);
+  for (size_t n : {767, 768, 769, 775, 776, 24575, 24576, 24577, 24583, 24584, 49920})
+    lengths.push_back(n);
   for (int i = 0; i < 200; ++i) lengths.push_back(rng() % (buf.size() - 8));
   for (size_t n : lengths) {
     const size_t start = rng() % 8;
@@ -105,7 +108,8 @@ TEST(Crc32c, ImplementationsAgreeOnRandomInputs) {
     // Split anywhere: extending continues the same CRC.
     const size_t cut = n == 0 ? 0 : rng() % n;
     EXPECT_EQ(Crc32cExtend(Crc32c(p, cut), p + cut, n - cut), want);
-    if (hw) EXPECT_EQ(detail::ExtendHardware(detail::ExtendHardware(0, p, cut), p + cut, n - cut), want);
+    if (hw)
+      EXPECT_EQ(detail::ExtendHardware(detail::ExtendHardware(0, p, cut), p + cut, n - cut), want);
   }
   EXPECT_EQ(tracecore::Crc32cUsesHardware(), hw);
 }

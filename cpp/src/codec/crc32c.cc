@@ -26,7 +26,8 @@ constexpr SliceTables MakeSliceTables() {
     s.t[0][i] = c;
   }
   for (int k = 1; k < 8; ++k) {
-    for (uint32_t i = 0; i < 256; ++i) s.t[k][i] = (s.t[k - 1][i] >> 8) ^ s.t[0][s.t[k - 1][i] & 0xFF];
+    for (uint32_t i = 0; i < 256; ++i)
+      s.t[k][i] = (s.t[k - 1][i] >> 8) ^ s.t[0][s.t[k - 1][i] & 0xFF];
   }
   return s;
 }
@@ -124,8 +125,8 @@ __attribute__((target("sse4.2"))) inline uint64_t Step8(uint64_t c, const uint8_
 
 // Three blocks of `block` bytes from `p`; returns the register after all of them.
 __attribute__((target("sse4.2"))) inline uint32_t ThreeWay(uint32_t c, const uint8_t* p,
-                                                            size_t block, const ShiftTable& one,
-                                                            const ShiftTable& two) {
+                                                           size_t block, const ShiftTable& one,
+                                                           const ShiftTable& two) {
   uint64_t c0 = c, c1 = 0, c2 = 0;
   const uint8_t* const end = p + block;
   for (; p < end; p += 8) {
@@ -141,7 +142,8 @@ __attribute__((target("sse4.2"))) uint32_t HardwareRaw(uint32_t crc, const uint8
   uint64_t c = crc;
   if (n >= 3 * kShortBlock) {
     // Aligned loads for the long runs (unaligned ones may straddle cache lines).
-    for (; (reinterpret_cast<uintptr_t>(p) & 7) != 0; ++p, --n) c = _mm_crc32_u8(static_cast<uint32_t>(c), *p);
+    for (; (reinterpret_cast<uintptr_t>(p) & 7) != 0; ++p, --n)
+      c = _mm_crc32_u8(static_cast<uint32_t>(c), *p);
     for (; n >= 3 * kLongBlock; p += 3 * kLongBlock, n -= 3 * kLongBlock) {
       c = ThreeWay(static_cast<uint32_t>(c), p, kLongBlock, kShiftLong1, kShiftLong2);
     }
