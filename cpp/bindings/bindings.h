@@ -34,5 +34,7 @@ pybind11::tuple ExportCapsules(const TableView& view, const StringPool& pool,
 void RegisterErrors(pybind11::module_& m);
 void RegisterTrace(pybind11::module_& m);
 void RegisterQueries(pybind11::module_& m);
+// Temporary: _core.tfevents_scan, until event files open as a TraceSet.
+void RegisterTfevents(pybind11::module_& m);
 
 }  // namespace tracecore::bindings
