@@ -3,7 +3,7 @@
 
     python fuzz/make_corpus.py OUTDIR [--seed N]
 
-Writes OUTDIR/text/ and OUTDIR/binary/ (each file < 64 KB):
+Writes OUTDIR/text/, OUTDIR/binary/ and OUTDIR/tfevents/ (each file < 64 KB):
 - excerpts of the text seeds in tests/data (whole records: a device block with a window of its
   node_stats, a RunMetadata step_stats / cost_graph / partition_graphs excerpt), and the same
   excerpts encoded in the protobuf wire format with the schema below;
@@ -12,7 +12,8 @@ Writes OUTDIR/text/ and OUTDIR/binary/ (each file < 64 KB):
   fields, unknown fields and groups, in both encodings;
 - a few hostile inputs: deep nesting, huge declared lengths, long strings, many repeated
   fields, thread_names with duplicate keys;
-- the fixtures of tests/data/regressions (small files only).
+- the fixtures of tests/data/regressions (small files only);
+- tfevents/: the event files of tests/data/tfevents and files recombined from their records.
 
 The schema follows /work/shared/reference/tf-trace-format.md (field numbers of step_stats.proto,
 cost_graph.proto, config.proto). It is also used by tests/test_robustness.py (import
@@ -519,17 +520,53 @@ def hostile_inputs() -> list[tuple[str, bytes]]:
     return out
 
 
+def event_file_records(data: bytes) -> list[bytes]:
+    """The whole records (framing and CRCs included) of an event file, as they are."""
+    records, pos = [], 0
+    while len(data) - pos >= 16:
+        (length,) = struct.unpack_from("<Q", data, pos)
+        if length > len(data) - pos - 16:
+            break
+        records.append(data[pos:pos + 16 + length])
+        pos += 16 + length
+    return records
+
+
+def tfevents_seeds(rng: random.Random) -> list[tuple[str, bytes]]:
+    """The real event files of tests/data/tfevents, and files recombined from their records
+    (each record after the file_version one, pairs across files, cut tails): valid CRCs
+    without computing any."""
+    files = sorted(p for p in (DATA / "tfevents").rglob("*") if p.is_file() and "tfevents" in p.name)
+    seeds, pool = [], []
+    for path in files:
+        data = path.read_bytes()
+        seeds.append((path.name, data))
+        pool.extend(event_file_records(data))
+    if not pool:
+        return seeds
+    head = pool[0]
+    for i, record in enumerate(pool):
+        seeds.append((f"record_{i:03d}", head + record))
+    for i in range(30):
+        picked = [rng.choice(pool) for _ in range(rng.randint(1, 4))]
+        data = b"".join(picked)
+        if i % 3 == 2:
+            data = data[:rng.randrange(1, len(data))]
+        seeds.append((f"mix_{i:03d}", data))
+    return seeds
+
+
 def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int = 60) -> dict[str, int]:
     rng = random.Random(seed)
-    text_dir, bin_dir = outdir / "text", outdir / "binary"
-    text_dir.mkdir(parents=True, exist_ok=True)
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    counts = {"text": 0, "binary": 0}
+    dirs = {kind: outdir / kind for kind in ("text", "binary", "tfevents")}
+    for d in dirs.values():
+        d.mkdir(parents=True, exist_ok=True)
+    counts = {"text": 0, "binary": 0, "tfevents": 0}
 
     def put(kind: str, name: str, data: bytes) -> None:
         if not data or len(data) > 64 * 1024 - 1:
             return
-        ((text_dir if kind == "text" else bin_dir) / name).write_bytes(data)
+        (dirs[kind] / name).write_bytes(data)
         counts[kind] += 1
 
     for i, (kind, tree) in enumerate(seed_excerpts(rng, excerpts // 2)):
@@ -550,6 +587,8 @@ def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int
                 data = path.read_bytes()
                 is_text = path.suffix in (".pbtxt", ".txt") or (data[:1].isalpha() and b"\x00" not in data[:256])
                 put("text" if is_text else "binary", "regression_" + path.name, data)
+    for name, data in tfevents_seeds(rng):
+        put("tfevents", name, data)
     return counts
 
 
@@ -559,7 +598,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     counts = write_corpus(args.outdir, args.seed)
-    print(f"corpus in {args.outdir}: {counts['text']} text, {counts['binary']} binary seeds")
+    print(f"corpus in {args.outdir}: {counts['text']} text, {counts['binary']} binary, "
+          f"{counts['tfevents']} event file seeds")
 
 
 if __name__ == "__main__":
