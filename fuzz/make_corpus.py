@@ -3,7 +3,7 @@
 
     python fuzz/make_corpus.py OUTDIR [--seed N]
 
-Writes OUTDIR/text/, OUTDIR/binary/ and OUTDIR/json/ (each file < 64 KB):
+Writes OUTDIR/text/, OUTDIR/binary/, OUTDIR/json/ and OUTDIR/tfevents/ (each file < 64 KB):
 - excerpts of the text seeds in tests/data (whole records: a device block with a window of its
   node_stats, a RunMetadata step_stats / cost_graph / partition_graphs excerpt), and the same
   excerpts encoded in the protobuf wire format with the schema below;
@@ -16,6 +16,7 @@ Writes OUTDIR/text/, OUTDIR/binary/ and OUTDIR/json/ (each file < 64 KB):
 - for fuzz_json: excerpts of the Chrome trace samples in tests/data/chrome (the first events
   of each, in compact, pretty and Kineto-like layouts, and raw prefixes of the files) and
   small documents at the edges of JSON (escapes, surrogates, numbers, nesting, BOM).
+- tfevents/: the event files of tests/data/tfevents and files recombined from their records.
 
 The schema follows TensorFlow's .proto files (the field numbers of step_stats.proto,
 cost_graph.proto, config.proto). It is also used by tests/test_robustness.py (import
@@ -567,12 +568,48 @@ def json_seeds(rng: random.Random) -> list[tuple[str, bytes]]:
     return out
 
 
+def event_file_records(data: bytes) -> list[bytes]:
+    """The whole records (framing and CRCs included) of an event file, as they are."""
+    records, pos = [], 0
+    while len(data) - pos >= 16:
+        (length,) = struct.unpack_from("<Q", data, pos)
+        if length > len(data) - pos - 16:
+            break
+        records.append(data[pos:pos + 16 + length])
+        pos += 16 + length
+    return records
+
+
+def tfevents_seeds(rng: random.Random) -> list[tuple[str, bytes]]:
+    """The real event files of tests/data/tfevents, and files recombined from their records
+    (each record after the file_version one, pairs across files, cut tails): valid CRCs
+    without computing any."""
+    files = sorted(p for p in (DATA / "tfevents").rglob("*") if p.is_file() and "tfevents" in p.name)
+    seeds, pool = [], []
+    for path in files:
+        data = path.read_bytes()
+        seeds.append((path.name, data))
+        pool.extend(event_file_records(data))
+    if not pool:
+        return seeds
+    head = pool[0]
+    for i, record in enumerate(pool):
+        seeds.append((f"record_{i:03d}", head + record))
+    for i in range(30):
+        picked = [rng.choice(pool) for _ in range(rng.randint(1, 4))]
+        data = b"".join(picked)
+        if i % 3 == 2:
+            data = data[:rng.randrange(1, len(data))]
+        seeds.append((f"mix_{i:03d}", data))
+    return seeds
+
+
 def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int = 60) -> dict[str, int]:
     rng = random.Random(seed)
-    dirs = {kind: outdir / kind for kind in ("text", "binary", "json")}
+    dirs = {kind: outdir / kind for kind in ("text", "binary", "json", "tfevents")}
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
-    counts = {"text": 0, "binary": 0, "json": 0}
+    counts = {"text": 0, "binary": 0, "json": 0, "tfevents": 0}
 
     def put(kind: str, name: str, data: bytes) -> None:
         if not data or len(data) > 64 * 1024 - 1:
@@ -603,6 +640,8 @@ def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int
                     continue
                 is_text = path.suffix in (".pbtxt", ".txt") or (data[:1].isalpha() and b"\x00" not in data[:256])
                 put("text" if is_text else "binary", "regression_" + path.name, data)
+    for name, data in tfevents_seeds(rng):
+        put("tfevents", name, data)
     return counts
 
 
@@ -613,7 +652,7 @@ def main() -> None:
     args = parser.parse_args()
     counts = write_corpus(args.outdir, args.seed)
     print(f"corpus in {args.outdir}: {counts['text']} text, {counts['binary']} binary, "
-          f"{counts['json']} json seeds")
+          f"{counts['json']} json, {counts['tfevents']} event file seeds")
 
 
 if __name__ == "__main__":

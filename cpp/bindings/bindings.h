@@ -35,5 +35,7 @@ void RegisterErrors(pybind11::module_& m);
 void RegisterTrace(pybind11::module_& m);
 void RegisterQueries(pybind11::module_& m);
 void RegisterJson(pybind11::module_& m);
+// Temporary: _core.tfevents_scan, until event files open as a TraceSet.
+void RegisterTfevents(pybind11::module_& m);
 
 }  // namespace tracecore::bindings

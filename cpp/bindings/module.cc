@@ -8,4 +8,5 @@ PYBIND11_MODULE(_core, m) {
   tracecore::bindings::RegisterTrace(m);
   tracecore::bindings::RegisterQueries(m);
   tracecore::bindings::RegisterJson(m);
+  tracecore::bindings::RegisterTfevents(m);
 }
