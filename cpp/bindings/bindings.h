@@ -34,5 +34,6 @@ pybind11::tuple ExportCapsules(const TableView& view, const StringPool& pool,
 void RegisterErrors(pybind11::module_& m);
 void RegisterTrace(pybind11::module_& m);
 void RegisterQueries(pybind11::module_& m);
+void RegisterCodec(pybind11::module_& m);
 
 }  // namespace tracecore::bindings

@@ -7,4 +7,5 @@ PYBIND11_MODULE(_core, m) {
   tracecore::bindings::RegisterErrors(m);
   tracecore::bindings::RegisterTrace(m);
   tracecore::bindings::RegisterQueries(m);
+  tracecore::bindings::RegisterCodec(m);
 }
