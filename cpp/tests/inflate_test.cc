@@ -761,6 +761,17 @@ TEST(InflateLimits, MaxRatio) {
   EXPECT_EQ(InflateLimits{}.OutputBudget(10000000), 10320000000u);
 }
 
+TEST(InflateLimits, OutputGrowsPastTheFirstGuess) {
+  // The last member's ISIZE (1 KiB) is the first guess; the buffer is remapped larger several
+  // times, past the sizes that get huge pages.
+  Bytes gz = GzipZeros(40 << 20);
+  const Bytes tail = GzipZeros(1 << 10);
+  gz.insert(gz.end(), tail.begin(), tail.end());
+  const tracecore::InflatedBuffer out = InflateAll(gz.data(), gz.size());
+  ASSERT_EQ(out.size(), size_t{(40 << 20) + (1 << 10)});
+  EXPECT_TRUE(std::all_of(out.data(), out.data() + out.size(), [](uint8_t b) { return b == 0; }));
+}
+
 TEST(InflateLimits, LyingIsizeIsOnlyAHint) {
   const std::string plain = TraceLikeText(300000, 9);
   Bytes gz = Gzip(FixedLz77(plain), plain);

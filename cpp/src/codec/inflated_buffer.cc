@@ -7,8 +7,6 @@
 #include <new>
 #include <utility>
 
-#include "core/huge_pages.h"
-
 namespace tracecore {
 namespace {
 
@@ -26,8 +24,13 @@ size_t RoundToPages(size_t n) {
 uint8_t* MapAnonymous(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
+#if defined(MADV_HUGEPAGE)
   // Large outputs are written front to back: 2 MB pages mean 512 times fewer page faults.
-  AdviseHugePages(p, bytes);
+  // The advice covers the whole mapping, whatever its size: advising only part of it would
+  // split it into mappings of different kinds, which mremap refuses to grow (EFAULT). Growing
+  // keeps the advice.
+  madvise(p, bytes, MADV_HUGEPAGE);
+#endif
   return static_cast<uint8_t*>(p);
 }
 
@@ -71,7 +74,6 @@ void InflatedBuffer::Reserve(size_t capacity) {
 #if defined(__linux__) && defined(MREMAP_MAYMOVE)
   void* p = mremap(data_, capacity_, bytes, MREMAP_MAYMOVE);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  AdviseHugePages(p, bytes);
   data_ = static_cast<uint8_t*>(p);
 #else
   uint8_t* p = MapAnonymous(bytes);
