@@ -14,7 +14,17 @@
 //                     window of its own for back-references (a 32 KiB copy at most per call).
 //   InflateInPlace()  one growing buffer holding the whole output so far; back-references are
 //                     read from it and nothing is copied. InflateAll (inflate_all.h) uses this.
-// A stream uses one of the two from its first call to its end.
+// A stream uses one of the two from its first call to its end. After a throw the Inflater's
+// state is undefined: Reset() it before decoding another stream.
+//
+// Typical loop (streaming a .gz file chunk by chunk):
+//   Inflater inf;  // kAuto: gzip or zlib
+//   for (;;) {
+//     Inflater::Result r = inf.Inflate(in, in_size, out, out_size, /*input_ends=*/last_chunk);
+//     consume(out, r.produced); in += r.consumed; in_size -= r.consumed;
+//     if (r.status == Inflater::Status::kStreamEnd) break;
+//     if (r.status == Inflater::Status::kNeedInput) { refill in/in_size, set last_chunk; }
+//   }
 //
 // Memory: the Inflater allocates about 16 KiB of decoding tables when constructed and, in
 // Inflate() mode, a 32 KiB window on first use; nothing is allocated per call or from sizes
