@@ -3,7 +3,8 @@
 
     python fuzz/make_corpus.py OUTDIR [--seed N]
 
-Writes OUTDIR/text/, OUTDIR/binary/, OUTDIR/json/ and OUTDIR/tfevents/ (each file < 64 KB):
+Writes OUTDIR/text/, OUTDIR/binary/, OUTDIR/json/, OUTDIR/tfevents/ and OUTDIR/inflate/ (each
+file < 64 KB):
 - excerpts of the text seeds in tests/data (whole records: a device block with a window of its
   node_stats, a RunMetadata step_stats / cost_graph / partition_graphs excerpt), and the same
   excerpts encoded in the protobuf wire format with the schema below;
@@ -17,6 +18,9 @@ Writes OUTDIR/text/, OUTDIR/binary/, OUTDIR/json/ and OUTDIR/tfevents/ (each fil
   of each, in compact, pretty and Kineto-like layouts, and raw prefixes of the files) and
   small documents at the edges of JSON (escapes, surrogates, numbers, nesting, BOM).
 - tfevents/: the event files of tests/data/tfevents and files recombined from their records.
+- for fuzz_inflate: seed excerpts, JSON events, runs and random bytes compressed by zlib at
+  several levels and strategies as gzip (one or more members), zlib and raw deflate, each
+  after fuzz_inflate's control byte (format, options, piece sizes).
 
 The schema follows TensorFlow's .proto files (the field numbers of step_stats.proto,
 cost_graph.proto, config.proto). It is also used by tests/test_robustness.py (import
@@ -30,6 +34,7 @@ import gzip
 import json
 import random
 import struct
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -604,6 +609,46 @@ def tfevents_seeds(rng: random.Random) -> list[tuple[str, bytes]]:
     return seeds
 
 
+def inflate_seeds(rng: random.Random, count: int = 48) -> list[bytes]:
+    """Compressed streams for fuzz_inflate, each after its control byte: bits 0-1 the format
+    (0 auto, 1 gzip, 2 zlib, 3 raw), bit 2 one gzip member only, bit 3 trailing data allowed,
+    bits 4-7 the piece sizes of the streaming decode."""
+    text = (DATA / "seed000_stepstats.pbtxt").read_bytes()
+    strategies = [zlib.Z_DEFAULT_STRATEGY, zlib.Z_FILTERED, zlib.Z_HUFFMAN_ONLY, zlib.Z_RLE,
+                  zlib.Z_FIXED]
+    seeds = []
+    for i in range(count):
+        kind = i % 4
+        size = rng.choice([0, 1, 50, 700, 5000, 20000])
+        if kind == 0:
+            start = rng.randrange(len(text) - size)
+            data = text[start:start + size]
+        elif kind == 1:
+            data = b"".join(
+                b'{"ph":"X","name":"op%d","ts":%d,"dur":%d},'
+                % (rng.randrange(50), rng.randrange(10**9), rng.randrange(999))
+                for _ in range(size // 40))
+        elif kind == 2:
+            data = b"".join(bytes([rng.randrange(256)]) * rng.choice([1, 5, 300])
+                            for _ in range(size // 50))
+        else:
+            data = rng.randbytes(size // 8)
+        framing = i % 3
+        wbits = [31, 15, -15][framing]
+        c = zlib.compressobj(rng.choice([0, 1, 6, 9]), zlib.DEFLATED, wbits,
+                             rng.randint(1, 9), rng.choice(strategies))
+        flush = rng.choice([zlib.Z_NO_FLUSH, zlib.Z_SYNC_FLUSH, zlib.Z_FULL_FLUSH])
+        stream = c.compress(data[:size // 2]) + c.flush(flush)
+        stream += c.compress(data[size // 2:]) + c.flush()
+        if framing == 0 and rng.random() < 0.3:
+            stream += b"\0" * rng.randrange(3) + gzip.compress(data[:100], 6)
+        fmt = [rng.choice([0, 1]), rng.choice([0, 2]), 3][framing]
+        control = fmt | (rng.randrange(16) << 4)
+        if len(stream) < 64 * 1024 - 1:
+            seeds.append(bytes([control]) + stream)
+    return seeds
+
+
 def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int = 60) -> dict[str, int]:
     rng = random.Random(seed)
     dirs = {kind: outdir / kind for kind in ("text", "binary", "json", "tfevents")}
@@ -642,6 +687,12 @@ def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int
                 put("text" if is_text else "binary", "regression_" + path.name, data)
     for name, data in tfevents_seeds(rng):
         put("tfevents", name, data)
+    inflate_dir = outdir / "inflate"
+    inflate_dir.mkdir(parents=True, exist_ok=True)
+    counts["inflate"] = 0
+    for i, data in enumerate(inflate_seeds(rng)):
+        (inflate_dir / f"stream_{i:03d}").write_bytes(data)
+        counts["inflate"] += 1
     return counts
 
 
@@ -652,7 +703,7 @@ def main() -> None:
     args = parser.parse_args()
     counts = write_corpus(args.outdir, args.seed)
     print(f"corpus in {args.outdir}: {counts['text']} text, {counts['binary']} binary, "
-          f"{counts['json']} json, {counts['tfevents']} event file seeds")
+          f"{counts['json']} json, {counts['tfevents']} event file, {counts['inflate']} inflate seeds")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 #
 #   fuzz/run_fuzz.sh [-t SECONDS] [-b BUILD_DIR] [-o OUT_DIR] [-s SOURCE_DIR] [TARGET...]
 #
-#   TARGET      text | binary | auto | queries | json | tfevents (default: text binary); targets run one after
+#   TARGET      text | binary | auto | queries | json | tfevents | inflate (default: text binary); targets run one after
 #               the other, each for SECONDS (default 60), at nice 10
 #   BUILD_DIR   where fuzz/ is built (default /tmp/tracecore-fuzz-build); configured and built
 #               when missing: clang++ with libFuzzer if it works, else g++ and the standalone
@@ -70,7 +70,8 @@ nice -n 10 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" >"$build.b
 engine="$(cat "$build/fuzz_engine.txt" 2>/dev/null || echo unknown)"
 
 mkdir -p "$out/artifacts" "$out/logs"
-if [ ! -d "$out/seeds/text" ] || [ ! -d "$out/seeds/json" ] || [ ! -d "$out/seeds/tfevents" ]; then
+if [ ! -d "$out/seeds/text" ] || [ ! -d "$out/seeds/json" ] || [ ! -d "$out/seeds/tfevents" ] \
+   || [ ! -d "$out/seeds/inflate" ]; then
   python3 "$here/make_corpus.py" "$out/seeds" >/dev/null
 fi
 
@@ -87,6 +88,7 @@ for t in "${targets[@]}"; do
     auto|queries) seeds=("$out/seeds/text" "$out/seeds/binary"); dict="$here/text.dict" ;;
     json) seeds=("$out/seeds/json"); dict="$here/json.dict" ;;
     tfevents) seeds=("$out/seeds/tfevents"); dict="$here/tfevents.dict" ;;
+    inflate) seeds=("$out/seeds/inflate"); dict="$here/inflate.dict" ;;
     *) echo "unknown target '$t'"; exit 2 ;;
   esac
   corpus="$out/corpus_$t"

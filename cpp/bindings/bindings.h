@@ -37,5 +37,6 @@ void RegisterQueries(pybind11::module_& m);
 void RegisterJson(pybind11::module_& m);
 // Temporary: _core.tfevents_scan, until event files open as a TraceSet.
 void RegisterTfevents(pybind11::module_& m);
+void RegisterCodec(pybind11::module_& m);
 
 }  // namespace tracecore::bindings

@@ -9,4 +9,5 @@ PYBIND11_MODULE(_core, m) {
   tracecore::bindings::RegisterQueries(m);
   tracecore::bindings::RegisterJson(m);
   tracecore::bindings::RegisterTfevents(m);
+  tracecore::bindings::RegisterCodec(m);
 }
