@@ -59,7 +59,8 @@ def chrome_json(size: int) -> bytes:
     rng = random.Random(1)
     out = bytearray(b'{"traceEvents": [\n')
     while len(out) < size:
-        event = {"ph": "X", "cat": "kernel", "name": f"void at::native::kernel_{rng.randrange(400)}",
+        name = f"void at::native::kernel_{rng.randrange(400)}"
+        event = {"ph": "X", "cat": "kernel", "name": name,
                  "pid": rng.randrange(8), "tid": rng.randrange(64),
                  "ts": rng.randrange(10**12) / 1000, "dur": rng.randrange(10**6) / 1000,
                  "args": {"stream": rng.randrange(32), "correlation": rng.randrange(10**7)}}

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from tracecore import TraceFormatError, _core
 
 pytestmark = pytest.mark.filterwarnings(
