@@ -5,6 +5,7 @@
 // type included).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -44,6 +45,7 @@ class FieldReader {
     while (p < end) {
       const uint8_t* key_at = p;
       const uint64_t key = r_.Varint(p, end);
+      if (__builtin_expect(p - key_at > kMaxPrefix, 0)) Overlong(key_at, "key");
       if (!on_key(key, p, end)) p = Skip(key_at, key, p, end, kCount);
     }
   }
@@ -64,12 +66,15 @@ class FieldReader {
   }
   // A length-delimited payload: a sub-message or bytes.
   __attribute__((always_inline)) Bytes Sub(const uint8_t*& p, const uint8_t* end) {
-    return r_.LengthDelimited(p, end);
+    const uint8_t* at = p;
+    const Bytes s = r_.LengthDelimited(p, end);
+    if (__builtin_expect(Begin(s) - at > kMaxPrefix, 0)) Overlong(at, "length");
+    return s;
   }
   // A proto3 string: protobuf rejects one that is not UTF-8 (the whole message fails).
   __attribute__((always_inline)) Bytes String(const uint8_t*& p, const uint8_t* end) {
     const uint8_t* at = p;
-    const Bytes s = r_.LengthDelimited(p, end);
+    const Bytes s = Sub(p, end);
     if (!StringPool::IsValidUtf8(s)) r_.FailValue(at, "string is not valid UTF-8");
     return s;
   }
@@ -77,20 +82,25 @@ class FieldReader {
   template <class Each>
   __attribute__((always_inline)) void PackedVarints(const uint8_t*& p, const uint8_t* end,
                                                     Each&& each) {
-    const Bytes packed = r_.LengthDelimited(p, end);
+    const Bytes packed = Sub(p, end);
     const uint8_t* q = Begin(packed);
     const uint8_t* q_end = End(packed);
     while (q < q_end) each(r_.Varint(q, q_end));
   }
   // Skips the value of a length-delimited field at `p` (its key already read).
-  __attribute__((always_inline)) void Hop(const uint8_t*& p, const uint8_t* end) {
-    r_.LengthDelimited(p, end);
-  }
+  __attribute__((always_inline)) void Hop(const uint8_t*& p, const uint8_t* end) { Sub(p, end); }
 
   uint64_t unknown_fields() const { return unknown_; }
   void set_unknown_fields(uint64_t n) { unknown_ = n; }
 
  private:
+  // protobuf (upb) rejects keys and length prefixes longer than 5 bytes (overlong encodings up to
+  // that length are accepted); WireReader reads any varint of up to 10 bytes.
+  static constexpr ptrdiff_t kMaxPrefix = 5;
+  [[noreturn]] __attribute__((noinline, cold)) void Overlong(const uint8_t* at, const char* what) const {
+    r_.Fail(at, std::string(what) + " varint longer than 5 bytes");
+  }
+
   // Skips a field's value; returns where it ends. Cold, out of line with the cursor by value.
   __attribute__((noinline)) const uint8_t* Skip(const uint8_t* key_at, uint64_t key,
                                                 const uint8_t* p, const uint8_t* end, bool count) {
@@ -99,6 +109,10 @@ class FieldReader {
       r_.Fail(key_at, "invalid field number " + std::to_string(field));
     }
     if (count) ++unknown_;
+    if ((key & 7) == kLengthDelimited) {
+      Sub(p, end);
+      return p;
+    }
     return r_.Skip(static_cast<uint32_t>(field), static_cast<uint32_t>(key & 7), p, end);
   }
 

@@ -9,7 +9,8 @@
 // (whole, not merged); an entry without key has key 0, without value an empty value; a value
 // field seen twice in one entry is merged (scalars: last wins, repeated fields: appended); an
 // entry holding any unknown field (or a known one with another wire type) is not an entry but
-// one unknown field of the plane (its value still has to parse).
+// one unknown field of the plane (its value still has to parse). Unknown fields inside a value
+// count only when its entry is the one its key keeps.
 #pragma once
 
 #include <cstdint>
@@ -80,7 +81,9 @@ class MetadataIndex {
  private:
 
   std::vector<EventMetadata> events_;
-  std::vector<uint8_t> event_kept_;  // per record: an entry of the map (not an unknown field)
+  // Per record: the unknown fields inside it, counted only if its key keeps it.
+  std::vector<uint64_t> event_unknown_;
+  std::vector<uint64_t> stat_unknown_;
   std::vector<StatMetadata> stats_meta_;
   std::vector<std::pair<int64_t, uint32_t>> event_entries_;  // (key, record) kept as entries
   std::vector<std::pair<int64_t, uint32_t>> stat_entries_;
