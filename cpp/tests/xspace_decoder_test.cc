@@ -45,20 +45,6 @@ std::string StatMeta(int64_t key, const std::string& name) {
 }
 
 // ---- a visitor writing one line of text per visit -------------------------------------------
-std::string KindName(StatKind k) {
-  switch (k) {
-    case StatKind::kNone: return "none";
-    case StatKind::kDouble: return "double";
-    case StatKind::kUint64: return "uint64";
-    case StatKind::kInt64: return "int64";
-    case StatKind::kStr: return "str";
-    case StatKind::kBytes: return "bytes";
-    case StatKind::kRef: return "ref";
-    case StatKind::kCompressed: return "compressed";
-  }
-  return "?";
-}
-
 std::string StatText(const Stat& s) {
   std::string v;
   switch (s.kind) {
@@ -69,7 +55,7 @@ std::string StatText(const Stat& s) {
     default: v = std::string(s.bytes); break;
   }
   return std::string(s.inherited ? "istat " : "stat ") + std::string(s.name()) + " " +
-         KindName(s.kind) + " " + v;
+         StatKindName(s.kind) + " " + v;
 }
 
 struct Recorder : NullVisitor {

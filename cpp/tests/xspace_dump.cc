@@ -39,20 +39,6 @@ std::string Hex(std::string_view s) {
   return out;
 }
 
-const char* KindName(StatKind k) {
-  switch (k) {
-    case StatKind::kNone: return "none";
-    case StatKind::kDouble: return "double";
-    case StatKind::kUint64: return "uint64";
-    case StatKind::kInt64: return "int64";
-    case StatKind::kStr: return "str";
-    case StatKind::kBytes: return "bytes";
-    case StatKind::kRef: return "ref";
-    case StatKind::kCompressed: return "compressed";
-  }
-  return "?";
-}
-
 void PrintStat(const char* tag, const Stat& s) {
   std::string value = "-";
   switch (s.kind) {
@@ -68,7 +54,7 @@ void PrintStat(const char* tag, const Stat& s) {
     default: value = Hex(s.bytes); break;
   }
   std::printf("%s %d %" PRId64 " %s %s %s\n", tag, s.inherited ? 1 : 0, s.metadata_id,
-              Hex(s.name()).c_str(), KindName(s.kind), value.c_str());
+              Hex(s.name()).c_str(), StatKindName(s.kind), value.c_str());
 }
 
 struct Printer : NullVisitor {

@@ -34,6 +34,21 @@ enum class StatKind : uint8_t {
   kCompressed,  // compressed_str_value (8): gzip'ed bytes, passed as they are
 };
 
+// The kind's name: "none", "double", "uint64", "int64", "str", "bytes", "ref", "compressed".
+inline const char* StatKindName(StatKind kind) {
+  switch (kind) {
+    case StatKind::kNone: return "none";
+    case StatKind::kDouble: return "double";
+    case StatKind::kUint64: return "uint64";
+    case StatKind::kInt64: return "int64";
+    case StatKind::kStr: return "str";
+    case StatKind::kBytes: return "bytes";
+    case StatKind::kRef: return "ref";
+    case StatKind::kCompressed: return "compressed";
+  }
+  return "none";
+}
+
 struct Stat {
   int64_t metadata_id = 0;
   const StatMetadata* metadata = nullptr;  // never null (an absent id: the unknown record)
