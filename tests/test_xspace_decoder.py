@@ -142,8 +142,12 @@ def parse_dump(lines: list[str]) -> dict:
             out["planes"].append({"P": line, "PS": [], "lines": []})
         elif tag == "PS":
             out["planes"][-1]["PS"].append(line)
+        elif tag == "LB":
+            out["planes"][-1]["lines"].append([None])
+        elif tag == "LR":  # the line is handed again, from its LB
+            out["planes"][-1]["lines"].pop()
         elif tag == "L":
-            out["planes"][-1]["lines"].append([line])
+            out["planes"][-1]["lines"][-1][0] = line
         elif tag in ("E", "S"):
             out["planes"][-1]["lines"][-1].append(line)
         elif tag == "END":

@@ -84,7 +84,13 @@ struct Recorder : NullVisitor {
   }
   void OnEventStat(const Event&, const Stat& s) { log.push_back(StatText(s)); }
   void EndEvent(const Line&, const Event&) { log.push_back("end event"); }
-  void EndLine(const Plane&, const Line&) { log.push_back("end line"); }
+  void EndLine(const Plane&, const Line& l) {
+    log.push_back("end line dur=" + std::to_string(l.duration_ps) + " did=" +
+                  std::to_string(l.display_id) + " " + std::string(l.display_name));
+  }
+  void RestartLine(const Plane&, const Line& l) {
+    log.push_back("restart line ts=" + std::to_string(l.timestamp_ns));
+  }
   void EndPlane(const Plane&) { log.push_back("end plane"); }
 };
 
@@ -118,7 +124,8 @@ TEST(XSpaceDecoder, EmptyInputIsAnEmptySpace) {
 
 TEST(XSpaceDecoder, ResolvesMetadataWrittenAfterTheLines) {
   // XPlane writes lines (3) before event_metadata (4) and stat_metadata (5); XLine writes
-  // duration_ps, display_id and display_name (9..11) after its events.
+  // duration_ps, display_id and display_name (9..11) after its events: BeginLine has the
+  // fields before the events, EndLine all of them.
   const std::string stat = S(4, F(1, 7) + F(4, static_cast<uint64_t>(-5)));
   const std::string line = F(1, 3) + S(2, "tf_Compute/3") + F(3, 1000) +
                            S(4, F(1, 1) + F(2, 2500) + F(3, 4000) + stat) +
@@ -129,18 +136,61 @@ TEST(XSpaceDecoder, ResolvesMetadataWrittenAfterTheLines) {
   const Result r = Decode(Space(plane));
   ExpectLog(r.log, {
       "plane 0 id=5 /host:CPU events_md=2 stats_md=1",
-      "line 0 id=3 did=4 tf_Compute/3|Compute ts=1000 dur=77",
+      "line 0 id=3 did=0 tf_Compute/3| ts=1000 dur=0",
       "event scope/a:MatMul|MatMul id=1 off=2500 dur=4000",
       "stat group_id int64 -5",
       "end event",
       "event Iterator::Root| id=2 off=9000 dur=0",
       "end event",
-      "end line",
+      "end line dur=77 did=4 Compute",
       "end plane",
   });
   EXPECT_EQ(r.counts.events, 2u);
   EXPECT_EQ(r.counts.stats, 1u);
   EXPECT_EQ(r.counts.unknown_fields, 0u);
+}
+
+TEST(XSpaceDecoder, ATimestampAfterTheEventsRestartsTheLine) {
+  const std::string event = S(4, F(1, 1) + F(2, 2000) + S(4, F(1, 1) + F(4, 3)));
+  const std::string plane = S(3, F(3, 5) + event + F(3, 5) + event + F(3, 9) + F(7, 1)) +
+                            S(3, F(3, 4) + event + F(3, 4)) +  // the same value again: no restart
+                            EventMeta(1, "e") + StatMeta(1, "s");
+  const Result r = Decode(Space(plane));
+  ExpectLog(r.log, {
+      "plane 0 id=0  events_md=1 stats_md=1",
+      "line 0 id=0 did=0 | ts=5 dur=0",
+      "event e| id=1 off=2000 dur=0", "stat s int64 3", "end event",
+      "event e| id=1 off=2000 dur=0", "stat s int64 3", "end event",
+      "restart line ts=9",
+      "line 0 id=0 did=0 | ts=9 dur=0",
+      "event e| id=1 off=2000 dur=0", "stat s int64 3", "end event",
+      "event e| id=1 off=2000 dur=0", "stat s int64 3", "end event",
+      "end line dur=0 did=0 ",
+      "line 1 id=0 did=0 | ts=4 dur=0",
+      "event e| id=1 off=2000 dur=0", "stat s int64 3", "end event",
+      "end line dur=0 did=0 ",
+      "end plane",
+  });
+  EXPECT_EQ(r.counts.lines, 2u);
+  EXPECT_EQ(r.counts.events, 3u);
+  EXPECT_EQ(r.counts.stats, 3u);
+  EXPECT_EQ(r.counts.unknown_fields, 1u);
+}
+
+TEST(XSpaceDecoder, ManyStatsOnOneEventPastTheBuffer) {
+  std::string stats;
+  for (int i = 0; i < 600; ++i) stats += S(4, F(1, 1) + F(4, static_cast<uint64_t>(i)) + F(9, 1));
+  struct Values : NullVisitor {
+    std::vector<int64_t> values;
+    void OnEventStat(const Event&, const Stat& s) { values.push_back(s.int64_value()); }
+  } values;
+  const std::string bytes = Space(S(3, S(4, F(1, 1) + stats + F(2, 7))) + EventMeta(1, "x"));
+  XSpaceDecoder<Values> d(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), values);
+  d.Decode();
+  EXPECT_EQ(values.values.size(), 600u);
+  for (size_t i = 0; i < values.values.size(); ++i) EXPECT_EQ(values.values[i], static_cast<int64_t>(i));
+  EXPECT_EQ(d.counts().stats, 600u);
+  EXPECT_EQ(d.counts().unknown_fields, 600u);  // one inside each stat, each counted once
 }
 
 TEST(XSpaceDecoder, MetadataBeforeLinesGivesTheSameVisits) {
@@ -182,7 +232,7 @@ TEST(XSpaceDecoder, EveryStatValueKind) {
       "stat s none ",
       "stat  int64 1",
       "end event",
-      "end line",
+      "end line dur=0 did=0 ",
       "end plane",
   });
 }
@@ -205,7 +255,7 @@ TEST(XSpaceDecoder, OneofsAndScalarsKeepTheLastValue) {
       "event a| id=1 n=0 dur=0", "end event",
       "event a| id=1 off=0 dur=2", "end event",
       "event a| id=1 off=0 dur=0", "stat s str last", "end event",
-      "end line",
+      "end line dur=0 did=0 ",
       "end plane",
   });
   EXPECT_EQ(r.counts.events, 3u);
@@ -230,7 +280,7 @@ TEST(XSpaceDecoder, MapEntriesFollowProto3) {
       "event | id=2 off=0 dur=0", "end event",
       "event merged|display id=3 off=0 dur=0", "end event",
       "event | id=4 off=0 dur=0", "end event",
-      "end line",
+      "end line dur=0 did=0 ",
       "end plane",
   });
   EXPECT_EQ(r.counts.unknown_fields, 2u);  // each dropped entry is one unknown field
@@ -264,7 +314,7 @@ TEST(XSpaceDecoder, MetadataStatsAreInheritedUnlessTheEventHasTheirId) {
       "end event",
       "event op| id=1 off=0 dur=0", "istat a int64 100", "istat b ref c", "istat a int64 101",
       "end event",
-      "end line",
+      "end line dur=0 did=0 ",
       "end plane",
   });
   struct Children : NullVisitor {
@@ -312,7 +362,7 @@ TEST(XSpaceDecoder, PlaneStatsSpaceStringsAndUnknownFields) {
       "pstat profile_start_time uint64 17",
       "line 0 id=0 did=0 | ts=0 dur=0",
       "event | id=1 off=0 dur=0", "stat profile_start_time none ", "end event",
-      "end line",
+      "end line dur=0 did=0 ",
       "end plane",
       "error an error",
       "warning a warning",

@@ -7,7 +7,10 @@
 //   H|R|W <hex>                                        hostname, error, warning
 //   P <index> <id> <name>                              plane
 //   PS <stat>                                          plane stat
+//   LB <index>                                         line begins (its events follow)
+//   LR                                                 line restarts: forget its events
 //   L <index> <id> <display_id> <name> <display_name> <timestamp_ns> <duration_ps>
+//                                                      line ends, every field known
 //   E <aggregate 0|1> <metadata_id> <name> <display_name> <offset_ps|num_occurrences> <duration_ps>
 //   S <stat>                                           event stat
 //   <stat> = <inherited 0|1> <metadata_id> <name> <kind> <value>
@@ -65,7 +68,9 @@ struct Printer : NullVisitor {
     std::printf("P %u %" PRId64 " %s\n", p.index, p.id, Hex(p.name).c_str());
   }
   void OnPlaneStat(const Plane&, const Stat& s) { PrintStat("PS", s); }
-  void BeginLine(const Plane&, const Line& l) {
+  void BeginLine(const Plane&, const Line& l) { std::printf("LB %u\n", l.index); }
+  void RestartLine(const Plane&, const Line&) { std::printf("LR\n"); }
+  void EndLine(const Plane&, const Line& l) {
     std::printf("L %u %" PRId64 " %" PRId64 " %s %s %" PRId64 " %" PRId64 "\n", l.index, l.id,
                 l.display_id, Hex(l.name).c_str(), Hex(l.display_name).c_str(), l.timestamp_ns,
                 l.duration_ps);

@@ -55,28 +55,53 @@ class MetadataIndex {
   // Decodes one XStat message `m` into `out`, its name and ref value resolved through the stat
   // map (which must be complete: after Finish, or for the metadata's own stats inside it).
   __attribute__((always_inline)) void ReadStat(FieldReader& f, Bytes m, Stat* out) const {
-    Stat s;
-    f.Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_XFIELD {
-      switch (key) {
-        case Key(1, kVarint): s.metadata_id = f.Int64(p, end); return true;
-        case Key(2, kFixed64): s.kind = StatKind::kDouble; s.bits = f.Fixed64(p, end); return true;
-        case Key(3, kVarint): s.kind = StatKind::kUint64; s.bits = f.Uint64(p, end); return true;
-        case Key(4, kVarint): s.kind = StatKind::kInt64; s.bits = f.Uint64(p, end); return true;
-        case Key(5, kLengthDelimited): s.kind = StatKind::kStr; s.bytes = f.String(p, end); return true;
-        case Key(6, kLengthDelimited): s.kind = StatKind::kBytes; s.bytes = f.Sub(p, end); return true;
-        case Key(7, kVarint): s.kind = StatKind::kRef; s.bits = f.Uint64(p, end); return true;
-        case Key(8, kLengthDelimited): s.kind = StatKind::kCompressed; s.bytes = f.Sub(p, end); return true;
-        default: return false;
-      }
-    });
+    Stat& s = *out;
+    s = Stat();
+    if (!ReadCanonicalStat(f, m, &s)) {
+      s = Stat();
+      f.Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_XFIELD {
+        return ReadStatField(f, key, p, end, &s);
+      });
+    }
     s.metadata = &stat(s.metadata_id);
     if (s.kind == StatKind::kRef) {
       // ref_value is a uint64; the map's keys are int64: the same bits.
       s.ref = &stat(static_cast<int64_t>(s.bits));
       s.bytes = s.ref->name;
     }
-    *out = s;
   }
+
+ private:
+  // One field of an XStat; false for a field it does not know (skipped as unknown).
+  __attribute__((always_inline)) static bool ReadStatField(FieldReader& f, uint64_t key,
+                                                           const uint8_t*& p, const uint8_t* end,
+                                                           Stat* s) {
+    switch (key) {
+      case Key(1, kVarint): s->metadata_id = f.Int64(p, end); return true;
+      case Key(2, kFixed64): s->kind = StatKind::kDouble; s->bits = f.Fixed64(p, end); return true;
+      case Key(3, kVarint): s->kind = StatKind::kUint64; s->bits = f.Uint64(p, end); return true;
+      case Key(4, kVarint): s->kind = StatKind::kInt64; s->bits = f.Uint64(p, end); return true;
+      case Key(5, kLengthDelimited): s->kind = StatKind::kStr; s->bytes = f.String(p, end); return true;
+      case Key(6, kLengthDelimited): s->kind = StatKind::kBytes; s->bytes = f.Sub(p, end); return true;
+      case Key(7, kVarint): s->kind = StatKind::kRef; s->bits = f.Uint64(p, end); return true;
+      case Key(8, kLengthDelimited): s->kind = StatKind::kCompressed; s->bytes = f.Sub(p, end); return true;
+      default: return false;
+    }
+  }
+  // The layout every writer produces, read without the field loop: metadata_id (one byte),
+  // then one value field that ends the message. False (nothing consumed) for anything else.
+  __attribute__((always_inline)) static bool ReadCanonicalStat(FieldReader& f, Bytes m, Stat* s) {
+    const uint8_t* p = FieldReader::Begin(m);
+    const uint8_t* end = FieldReader::End(m);
+    if (end - p < 3 || p[0] != Key(1, kVarint) || p[1] >= 0x80 || p[2] >= 0x80) return false;
+    s->metadata_id = p[1];
+    const uint64_t key = p[2];
+    if (key == Key(1, kVarint) || (key >> 3) == 0) return false;
+    p += 3;
+    return ReadStatField(f, key, p, end, s) && p == end;
+  }
+
+ public:
 
  private:
 

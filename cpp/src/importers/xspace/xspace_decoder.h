@@ -8,9 +8,9 @@
 //
 // Order of work per plane: one pass over the plane's fields indexes its metadata maps (written
 // after the lines, so unresolvable while streaming) and hops over the lines; then the lines are
-// decoded. Per line (and per event), the scalar fields are read first, hopping over the events
-// (stats), so that BeginLine (OnEvent) sees them all, then the events (stats) are decoded from
-// the first one on.
+// decoded, each in one pass (see DecodeLine for a timestamp written after the events). Per
+// event, one pass reads the scalars and decodes the stats into a small buffer, then OnEvent and
+// the stats are called.
 #pragma once
 
 #include <algorithm>
@@ -100,19 +100,31 @@ class XSpaceDecoder {
     v_.EndPlane(plane);
   }
 
+  // One pass: BeginLine at the first event (or at the end of an empty line) with the fields
+  // read so far, the events, EndLine with all fields. Writers put timestamp_ns (3) before the
+  // events (4); should a later timestamp_ns change it, the events were timed against the
+  // wrong base: RestartLine, then the line again (its scalars first, then its events).
   void DecodeLine(const Plane& plane, Bytes m, uint32_t index) {
     Line line;
     line.index = index;
     line.byte_offset = f_.offset(m.data());
-    const uint8_t* first_event = nullptr;  // the first event's length prefix
+    ++counts_.lines;
+    const DecodeCounts before = counts_;
+    bool begun = false;
     f_.Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_XFIELD {
       switch (key) {
         case Key(1, kVarint): line.id = f_.Int64(p, end); return true;
         case Key(2, kLengthDelimited): line.name = f_.String(p, end); return true;
         case Key(3, kVarint): line.timestamp_ns = f_.Int64(p, end); return true;
         case Key(4, kLengthDelimited):
-          if (first_event == nullptr) first_event = p;
-          f_.Hop(p, end);
+          if (!begun) {
+            begun = true;
+            base_ns_ = line.timestamp_ns;
+            v_.BeginLine(plane, line);
+          }
+          DecodeEvent(line, f_.Sub(p, end));
+          // The run of events that follows, without going through the field loop.
+          while (p < end && *p == Key(4, kLengthDelimited)) DecodeEvent(line, f_.Sub(++p, end));
           return true;
         case Key(9, kVarint): line.duration_ps = f_.Int64(p, end); return true;
         case Key(10, kVarint): line.display_id = f_.Int64(p, end); return true;
@@ -120,17 +132,19 @@ class XSpaceDecoder {
         default: return false;
       }
     });
-    ++counts_.lines;
-    v_.BeginLine(plane, line);
-    if (first_event != nullptr) {
-      const uint8_t* p = first_event;
-      const uint8_t* end = FieldReader::End(m);
-      DecodeEvent(line, f_.Sub(p, end));
-      f_.template Message<false>(Rest(p, end), [&](uint64_t key, const uint8_t*& q,
-                                                   const uint8_t* qend) TC_XFIELD {
+    if (!begun) {
+      v_.BeginLine(plane, line);
+    } else if (line.timestamp_ns != base_ns_) {
+      v_.RestartLine(plane, line);
+      const uint64_t unknown = f_.unknown_fields();  // all counted by the first pass
+      counts_.events = before.events;
+      counts_.aggregates = before.aggregates;
+      counts_.stats = before.stats;
+      v_.BeginLine(plane, line);
+      f_.template Message<false>(m, [&](uint64_t key, const uint8_t*& q,
+                                        const uint8_t* qend) TC_XFIELD {
         switch (key) {
           case Key(4, kLengthDelimited): DecodeEvent(line, f_.Sub(q, qend)); return true;
-          // Scalars after the events (XLine's 9..11) were read by the first pass.
           case Key(1, kVarint): case Key(3, kVarint): case Key(9, kVarint): case Key(10, kVarint):
             f_.Uint64(q, qend);
             return true;
@@ -138,15 +152,22 @@ class XSpaceDecoder {
           default: return false;
         }
       });
+      f_.set_unknown_fields(unknown);
     }
     v_.EndLine(plane, line);
   }
 
+  // One pass over the event: its scalars, and its stats decoded into a buffer (the oneof and
+  // scalars written after them can still change the event), then the calls. Stats past the
+  // first kBufferedStats (never seen from a profiler) are hopped over and decoded after the
+  // buffered ones, so the buffer stays small whatever the input.
   __attribute__((always_inline)) void DecodeEvent(const Line& line, Bytes m) {
     Event e;
     e.byte_offset = f_.offset(m.data());
-    const uint8_t* first_stat = nullptr;  // the first stat's length prefix
-    f_.Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_XFIELD {
+    const uint8_t* resume = nullptr;  // after the last buffered stat, when more follow
+    size_t n_stats = 0;
+    stats_.clear();
+    const auto on_key = [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_XFIELD {
       switch (key) {
         case Key(1, kVarint): e.metadata_id = f_.Int64(p, end); return true;
         case Key(2, kVarint):  // oneof data: the member set last wins, the other is cleared
@@ -156,8 +177,13 @@ class XSpaceDecoder {
           return true;
         case Key(3, kVarint): e.duration_ps = f_.Int64(p, end); return true;
         case Key(4, kLengthDelimited):
-          if (first_stat == nullptr) first_stat = p;
-          f_.Hop(p, end);
+          if (n_stats++ < kBufferedStats) {
+            stats_.emplace_back();
+            index_.ReadStat(f_, f_.Sub(p, end), &stats_.back());
+            if (n_stats == kBufferedStats) resume = p;
+          } else {
+            f_.Hop(p, end);
+          }
           return true;
         case Key(5, kVarint):
           e.num_occurrences = f_.Int64(p, end);
@@ -166,7 +192,16 @@ class XSpaceDecoder {
           return true;
         default: return false;
       }
-    });
+    };
+    // The fields in the order writers put them (one-byte keys 1, 2, 3, then the stats) are
+    // read without the field loop's dispatch; from the first other key on, the loop goes on.
+    const uint8_t* p = FieldReader::Begin(m);
+    const uint8_t* end = FieldReader::End(m);
+    if (p < end && *p == Key(1, kVarint)) on_key(Key(1, kVarint), ++p, end);
+    if (p < end && *p == Key(2, kVarint)) on_key(Key(2, kVarint), ++p, end);
+    if (p < end && *p == Key(3, kVarint)) on_key(Key(3, kVarint), ++p, end);
+    while (p < end && *p == Key(4, kLengthDelimited)) on_key(Key(4, kLengthDelimited), ++p, end);
+    if (p < end) f_.Message(Rest(p, end), on_key);
     e.metadata = &index_.event(e.metadata_id);
     if (e.aggregate) {
       ++counts_.aggregates;
@@ -174,46 +209,45 @@ class XSpaceDecoder {
       ++counts_.events;
     }
     v_.OnEvent(line, e);
+    counts_.stats += n_stats;
     const bool inherits = e.metadata->stat_count != 0;
-    if (inherits) own_ids_.clear();
-    if (first_stat != nullptr) {
-      const uint8_t* p = first_stat;
+    for (const Stat& st : stats_) {
+      v_.OnEventStat(e, st);
+      if (inherits) own_ids_.push_back(st.metadata_id);
+    }
+    if (n_stats > kBufferedStats) {
+      // The rest, quietly at the event's level (its unknown fields were counted above).
       const uint8_t* end = FieldReader::End(m);
-      EventStat(e, f_.Sub(p, end), inherits);
-      f_.template Message<false>(Rest(p, end), [&](uint64_t key, const uint8_t*& q,
-                                                   const uint8_t* qend) TC_XFIELD {
-        switch (key) {
-          case Key(4, kLengthDelimited): EventStat(e, f_.Sub(q, qend), inherits); return true;
-          case Key(1, kVarint): case Key(2, kVarint): case Key(3, kVarint): case Key(5, kVarint):
-            f_.Uint64(q, qend);
-            return true;
-          default: return false;
-        }
+      f_.template Message<false>(Rest(resume, end), [&](uint64_t key, const uint8_t*& q,
+                                                        const uint8_t* qend) TC_XFIELD {
+        if (key != Key(4, kLengthDelimited)) return false;
+        Stat st;
+        index_.ReadStat(f_, f_.Sub(q, qend), &st);
+        v_.OnEventStat(e, st);
+        if (inherits) own_ids_.push_back(st.metadata_id);
+        return true;
       });
     }
-    if (inherits) {
-      // Own ids looked up per inherited stat: sorted first when there are many, so that a
-      // hostile event and metadata with thousands of stats each stay n log n.
-      const bool sorted = own_ids_.size() > kLinearOwnIds;
-      if (sorted) std::sort(own_ids_.begin(), own_ids_.end());
-      const Stat* stats = index_.stats_of(*e.metadata);
-      for (uint32_t i = 0; i < e.metadata->stat_count; ++i) {
-        if (Holds(stats[i].metadata_id, sorted)) continue;  // the event's own stat wins
-        ++counts_.stats;
-        v_.OnEventStat(e, stats[i]);
-      }
-    }
+    if (inherits) Inherit(e);
     v_.EndEvent(line, e);
   }
 
-  __attribute__((always_inline)) void EventStat(const Event& e, Bytes m, bool inherits) {
-    Stat s;
-    index_.ReadStat(f_, m, &s);
-    if (inherits) own_ids_.push_back(s.metadata_id);
-    ++counts_.stats;
-    v_.OnEventStat(e, s);
+  // The metadata's stats whose id the event does not hold (own_ids_: the event's).
+  void Inherit(const Event& e) {
+    // Looked up per inherited stat: sorted first when there are many, so that a hostile event
+    // and metadata with thousands of stats each stay n log n.
+    const bool sorted = own_ids_.size() > kLinearOwnIds;
+    if (sorted) std::sort(own_ids_.begin(), own_ids_.end());
+    const Stat* stats = index_.stats_of(*e.metadata);
+    for (uint32_t i = 0; i < e.metadata->stat_count; ++i) {
+      if (Holds(stats[i].metadata_id, sorted)) continue;  // the event's own stat wins
+      ++counts_.stats;
+      v_.OnEventStat(e, stats[i]);
+    }
+    own_ids_.clear();
   }
 
+  static constexpr size_t kBufferedStats = 256;
   static constexpr size_t kLinearOwnIds = 16;
   bool Holds(int64_t metadata_id, bool sorted) const {
     if (sorted) return std::binary_search(own_ids_.begin(), own_ids_.end(), metadata_id);
@@ -228,6 +262,8 @@ class XSpaceDecoder {
   FieldReader f_;
   Visitor& v_;
   MetadataIndex index_;
+  int64_t base_ns_ = 0;           // the timestamp_ns the current line's events are timed from
+  std::vector<Stat> stats_;       // the current event's stats (up to kBufferedStats)
   std::vector<int64_t> own_ids_;  // the current event's stat ids, when its metadata has stats
   DecodeCounts counts_;
 };

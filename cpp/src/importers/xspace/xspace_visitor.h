@@ -10,15 +10,24 @@
 //     OnPlaneStat(plane, stat)            each of the plane's stats, in wire order,
 //                                         interleaved with its lines as on the wire
 //     per line:
-//       BeginLine(plane, line)            every scalar field known (even those written after
-//                                         the events, as XLine's display_name is)
+//       BeginLine(plane, line)            the fields written before the first event (XLine
+//                                         writes duration_ps, display_id, display_name after
+//                                         them); line.timestamp_ns, the base of the events'
+//                                         times, is final (see RestartLine)
 //       per event, in wire order:
 //         OnEvent(line, event)            metadata resolved; aggregate or offset_ps
 //         OnEventStat(event, stat)        the event's own stats in wire order, then its
 //                                         metadata's stats whose metadata id the event does not
 //                                         hold (stat.inherited)
 //         EndEvent(line, event)
-//       EndLine(plane, line)
+//       EndLine(plane, line)              every field, the last value of each
+//       RestartLine(plane, line)          (instead of EndLine, before BeginLine again) the line
+//                                         set timestamp_ns after its first event to another
+//                                         value, so its events were timed from a stale base:
+//                                         forget what was handed since BeginLine; the line is
+//                                         handed again, all its fields known. No profiler
+//                                         writes that; a columnar sink truncates its columns
+//                                         to their length at BeginLine.
 //     EndPlane(plane)                     the index and every pointer into it die here
 //
 // Strings are views of the input (valid UTF-8 where protobuf requires it: names, str_value);
@@ -44,6 +53,7 @@ struct NullVisitor {
   void OnEventStat(const Event&, const Stat&) {}
   void EndEvent(const Line&, const Event&) {}
   void EndLine(const Plane&, const Line&) {}
+  void RestartLine(const Plane&, const Line&) {}
   void EndPlane(const Plane&) {}
 };
 
