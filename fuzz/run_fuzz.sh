@@ -3,7 +3,7 @@
 #
 #   fuzz/run_fuzz.sh [-t SECONDS] [-b BUILD_DIR] [-o OUT_DIR] [-s SOURCE_DIR] [TARGET...]
 #
-#   TARGET      text | binary | auto | queries (default: text binary); targets run one after
+#   TARGET      text | binary | auto | queries | xspace (default: text binary); targets run one after
 #               the other, each for SECONDS (default 60), at nice 10
 #   BUILD_DIR   where fuzz/ is built (default /tmp/tracecore-fuzz-build); configured and built
 #               when missing: clang++ with libFuzzer if it works, else g++ and the standalone
@@ -57,7 +57,7 @@ pick_cxx() {
   echo "${CXX:-g++}"
 }
 
-if [ ! -x "$build/fuzz_text" ] || [ ! -x "$build/trace_file_driver" ]; then
+if [ ! -x "$build/fuzz_text" ] || [ ! -x "$build/trace_file_driver" ] || [ ! -x "$build/fuzz_xspace" ]; then
   cxx="$(pick_cxx)"
   echo "== configuring $build with $cxx (sources: $source_dir)"
   cmake -S "$source_dir/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" \
@@ -70,7 +70,7 @@ nice -n 10 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" >"$build.b
 engine="$(cat "$build/fuzz_engine.txt" 2>/dev/null || echo unknown)"
 
 mkdir -p "$out/artifacts" "$out/logs"
-if [ ! -d "$out/seeds/text" ]; then
+if [ ! -d "$out/seeds/text" ] || [ ! -d "$out/seeds/xspace" ]; then
   python3 "$here/make_corpus.py" "$out/seeds" >/dev/null
 fi
 
@@ -85,6 +85,7 @@ for t in "${targets[@]}"; do
     text) seeds=("$out/seeds/text"); dict="$here/text.dict" ;;
     binary) seeds=("$out/seeds/binary"); dict="$here/binary.dict" ;;
     auto|queries) seeds=("$out/seeds/text" "$out/seeds/binary"); dict="$here/text.dict" ;;
+    xspace) seeds=("$out/seeds/xspace"); dict="$here/xspace.dict" ;;
     *) echo "unknown target '$t'"; exit 2 ;;
   esac
   corpus="$out/corpus_$t"
