@@ -16,7 +16,7 @@
 #      column_arena_check: the column arena's slabs (layout, page release, unmapping, threads),
 #      column_room_check: the room the parse reserves for its columns (measured rates, caps);
 #  4. runs a short fuzz campaign (TRACECORE_ASAN_FUZZ_SECONDS per target, default 25, targets
-#     text binary queries auto json tfevents inflate: about 3.5 minutes) with fuzz/run_fuzz.sh;
+#     text binary queries auto json tfevents inflate xspace: about 4 minutes) with fuzz/run_fuzz.sh;
 #  5. optionally (TRACECORE_ASAN_PYTEST=1) builds the Python extension with
 #     -DTRACECORE_SANITIZE=ON into a scratch virtual environment and runs
 #     TRACECORE_ASAN_PYTEST_ARGS (default: tests/test_robustness.py; tests/test_malformed.py caps
@@ -102,7 +102,7 @@ step "column_room_check (the columns' room: measured rates, caps, no doubling)" 
   "$build/column_room_check"
 # Bounded: each target stops after fuzz_seconds; run_fuzz.sh exits 1 on any finding.
 step "short fuzz campaign (${fuzz_seconds}s per target)" \
-  fuzz/run_fuzz.sh -t "$fuzz_seconds" -b "$build" -s "$repo" -o "$build/campaign" text binary queries auto json tfevents inflate
+  fuzz/run_fuzz.sh -t "$fuzz_seconds" -b "$build" -s "$repo" -o "$build/campaign" text binary queries auto json tfevents inflate xspace
 
 asan_pytest() {
   local venv="$build/venv"

@@ -3,8 +3,8 @@
 
     python fuzz/make_corpus.py OUTDIR [--seed N]
 
-Writes OUTDIR/text/, OUTDIR/binary/, OUTDIR/json/, OUTDIR/tfevents/ and OUTDIR/inflate/ (each
-file < 64 KB):
+Writes OUTDIR/text/, OUTDIR/binary/, OUTDIR/json/, OUTDIR/tfevents/, OUTDIR/inflate/ and
+OUTDIR/xspace/ (each file < 64 KB):
 - excerpts of the text seeds in tests/data (whole records: a device block with a window of its
   node_stats, a RunMetadata step_stats / cost_graph / partition_graphs excerpt), and the same
   excerpts encoded in the protobuf wire format with the schema below;
@@ -21,6 +21,9 @@ file < 64 KB):
 - for fuzz_inflate: seed excerpts, JSON events, runs and random bytes compressed by zlib at
   several levels and strategies as gzip (one or more members), zlib and raw deflate, each
   after fuzz_inflate's control byte (format, options, piece sizes).
+- XSpace (profiler) messages for fuzz_xspace: the small real samples in tests/data/xspace and
+  synthetic XSpaces with every field, every stat value kind, duplicate and missing map keys,
+  aggregates, memory events, unknown fields and extreme integers.
 
 The schema follows TensorFlow's .proto files (the field numbers of step_stats.proto,
 cost_graph.proto, config.proto). It is also used by tests/test_robustness.py (import
@@ -44,6 +47,7 @@ MAX_PIECE = 60_000
 # ---- schema -------------------------------------------------------------------------------
 # message -> field name -> (number, type, repeated); type is a scalar kind or a message name.
 I64, U64, I32, U32, BOOL, STR, ENUM, FLOAT = "int64", "uint64", "int32", "uint32", "bool", "string", "enum", "float"
+DOUBLE = "double"
 SCHEMA: dict[str, dict[str, tuple[int, str, bool]]] = {
     "StepStats": {"dev_stats": (1, "DeviceStepStats", True)},
     "DeviceStepStats": {
@@ -151,6 +155,28 @@ SCHEMA: dict[str, dict[str, tuple[int, str, bool]]] = {
         "post_optimization_graph": (3, "GraphDef", False),
     },
     "SessionMetadata": {"name": (1, STR, False), "version": (2, I64, False)},
+    # XSpace (trace-formats.md section 1); the maps as repeated entry messages.
+    "XSpace": {"planes": (1, "XPlane", True), "errors": (2, STR, True), "warnings": (3, STR, True),
+               "hostnames": (4, STR, True)},
+    "XPlane": {"id": (1, I64, False), "name": (2, STR, False), "lines": (3, "XLine", True),
+               "event_metadata": (4, "XEventMetadataEntry", True),
+               "stat_metadata": (5, "XStatMetadataEntry", True), "stats": (6, "XStat", True)},
+    "XEventMetadataEntry": {"key": (1, I64, False), "value": (2, "XEventMetadata", False)},
+    "XStatMetadataEntry": {"key": (1, I64, False), "value": (2, "XStatMetadata", False)},
+    "XLine": {"id": (1, I64, False), "display_id": (10, I64, False), "name": (2, STR, False),
+              "display_name": (11, STR, False), "timestamp_ns": (3, I64, False),
+              "duration_ps": (9, I64, False), "events": (4, "XEvent", True)},
+    "XEvent": {"metadata_id": (1, I64, False), "offset_ps": (2, I64, False),
+               "num_occurrences": (5, I64, False), "duration_ps": (3, I64, False),
+               "stats": (4, "XStat", True)},
+    "XStat": {"metadata_id": (1, I64, False), "double_value": (2, DOUBLE, False),
+              "uint64_value": (3, U64, False), "int64_value": (4, I64, False),
+              "str_value": (5, STR, False), "bytes_value": (6, STR, False),
+              "ref_value": (7, U64, False), "compressed_str_value": (8, STR, False)},
+    "XEventMetadata": {"id": (1, I64, False), "name": (2, STR, False), "metadata": (3, STR, False),
+                       "display_name": (4, STR, False), "stats": (5, "XStat", True),
+                       "child_id": (6, I64, True)},
+    "XStatMetadata": {"id": (1, I64, False), "name": (2, STR, False), "description": (3, STR, False)},
 }
 
 DTYPES = ["DT_INVALID", "DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_UINT8", "DT_INT16", "DT_INT8",
@@ -213,6 +239,8 @@ def encode(tree: Tree, message: str, rng: random.Random | None = None) -> bytes:
             out += length_delimited(number, data)
         elif kind == FLOAT:
             out += key(number, 5) + struct.pack("<f", float(value))
+        elif kind == DOUBLE:
+            out += key(number, 1) + struct.pack("<d", float(value))
         else:
             v = _scalar_int(kind, value)
             if repeated and (rng is None or rng.random() < 0.7):
@@ -498,6 +526,74 @@ def synth_runmetadata(rng: random.Random, hostile: bool) -> Tree:
     return tree
 
 
+# ---- XSpace -------------------------------------------------------------------------------
+XSTAT_NAMES = ["group_id", "step_num", "hlo_op", "allocator_name", "bytes_allocated", "addr",
+               "shape", "tf_op", "mklcpu", "[128,1024]", "_r", ""]
+XEVENT_NAMES = ["scope/MatMul:MatMul", "MemoryAllocation", "MemoryDeallocation", "train",
+                "Iterator::Root", "dot.1", "", "caf\u00e9"]
+
+
+def synth_xstat(rng: random.Random, stat_ids: list[int], hostile: bool) -> Tree:
+    tree: Tree = [("metadata_id", rng.choice(stat_ids + [0, 99, -1]))]
+    kind = rng.randrange(9)
+    if kind == 0:
+        tree.append(("double_value", rng.choice([0.5, -0.0, float("inf"), 1e300])))
+    elif kind == 1:
+        tree.append(("uint64_value", rng.choice([0, 1, 2**63, 2**64 - 1])))
+    elif kind == 2:
+        tree.append(("int64_value", rng.choice([0, -1, INT64_MIN, INT64_MAX, 524288])))
+    elif kind == 3:
+        tree.append(("str_value", rng.choice(["mklcpu", "[128,1024]", "", "h\u00e9"])))
+    elif kind == 4:
+        tree.append(("bytes_value", rng.randbytes(rng.randrange(6))))
+    elif kind == 5:
+        tree.append(("ref_value", rng.choice(stat_ids + [2**64 - 1, 12345])))
+    elif kind == 6:
+        data = gzip.compress(b"a compressed name", mtime=0)
+        tree.append(("compressed_str_value", data if not hostile else data[:-3]))
+    elif kind == 7:  # two members: the last wins
+        tree += [("int64_value", 5), ("str_value", "last")]
+    return tree
+
+
+def synth_xspace(rng: random.Random, hostile: bool) -> Tree:
+    planes: Tree = []
+    for p in range(rng.randint(1, 3)):
+        stat_ids = rng.sample(range(-2, 40), rng.randint(0, len(XSTAT_NAMES)))
+        event_ids = rng.sample(range(-2, 40), rng.randint(1, 6))
+        plane: Tree = [("id", rng.choice([0, 1, INT64_MAX])),
+                       ("name", rng.choice(["/host:CPU", "/device:GPU:0", "Task Environment"]))]
+        for line_no in range(rng.randint(0, 3)):
+            line: Tree = [("id", rng.choice([0, line_no, -5, INT64_MIN])), ("name", f"tf_Compute/{line_no}"),
+                          ("timestamp_ns", rng.choice([0, 7916, 1795619473333858452, INT64_MAX if hostile else 1]))]
+            for _ in range(rng.randint(0, 8)):
+                event: Tree = [("metadata_id", rng.choice(event_ids + [77]))]
+                which = rng.randrange(4)
+                if which < 2:
+                    event.append(("offset_ps", rng.choice([0, 1500, 31538270000, -1, INT64_MAX if hostile else 2])))
+                elif which == 2:
+                    event.append(("num_occurrences", rng.randrange(5)))
+                event.append(("duration_ps", rng.choice([0, 999, 14821000, INT64_MAX if hostile else 3])))
+                event += [("stats", synth_xstat(rng, stat_ids, hostile)) for _ in range(rng.randint(0, 4))]
+                line.append(("events", event))
+            line += [("duration_ps", 77), ("display_id", 4), ("display_name", "Compute")]
+            plane.append(("lines", line))
+        # the maps after the lines, as writers order them; a repeated key (last wins) now and then
+        for k in event_ids + ([event_ids[0]] if rng.random() < 0.3 else []):
+            value: Tree = [("id", k), ("name", rng.choice(XEVENT_NAMES))]
+            if rng.random() < 0.3:
+                value.append(("display_name", "MatMul"))
+            if rng.random() < 0.3:
+                value += [("stats", synth_xstat(rng, stat_ids, hostile)), ("child_id", k + 1)]
+            plane.append(("event_metadata", [("key", k), ("value", value)]))
+        for i, k in enumerate(stat_ids):
+            plane.append(("stat_metadata", [("key", k), ("value", [("id", k), ("name", XSTAT_NAMES[i])])]))
+        if p == 0:
+            plane.append(("stats", [("metadata_id", stat_ids[0] if stat_ids else 0), ("uint64_value", 1795619473643289496)]))
+        planes.append(("planes", plane))
+    return planes + [("hostnames", rng.choice(["vm", "a100-node"]))]
+
+
 # ---- hostile inputs -----------------------------------------------------------------------
 def hostile_inputs() -> list[tuple[str, bytes]]:
     out: list[tuple[str, bytes]] = []
@@ -651,10 +747,10 @@ def inflate_seeds(rng: random.Random, count: int = 48) -> list[bytes]:
 
 def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int = 60) -> dict[str, int]:
     rng = random.Random(seed)
-    dirs = {kind: outdir / kind for kind in ("text", "binary", "json", "tfevents")}
+    dirs = {kind: outdir / kind for kind in ("text", "binary", "json", "tfevents", "xspace")}
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
-    counts = {"text": 0, "binary": 0, "json": 0, "tfevents": 0}
+    counts = {kind: 0 for kind in dirs}
 
     def put(kind: str, name: str, data: bytes) -> None:
         if not data or len(data) > 64 * 1024 - 1:
@@ -693,6 +789,13 @@ def write_corpus(outdir: Path, seed: int = 1, excerpts: int = 40, synthetic: int
     for i, data in enumerate(inflate_seeds(rng)):
         (inflate_dir / f"stream_{i:03d}").write_bytes(data)
         counts["inflate"] += 1
+    for i in range(synthetic // 2):
+        put("xspace", f"synth_{i:03d}.xplane.pb", encode(synth_xspace(rng, i % 4 == 3), "XSpace",
+                                                         rng if i % 2 else None))
+    samples = DATA / "xspace"
+    if samples.is_dir():
+        for path in sorted(samples.glob("*.xplane.pb")):
+            put("xspace", "sample_" + path.name, path.read_bytes())
     return counts
 
 
@@ -703,7 +806,8 @@ def main() -> None:
     args = parser.parse_args()
     counts = write_corpus(args.outdir, args.seed)
     print(f"corpus in {args.outdir}: {counts['text']} text, {counts['binary']} binary, "
-          f"{counts['json']} json, {counts['tfevents']} event file, {counts['inflate']} inflate seeds")
+          f"{counts['json']} json, {counts['tfevents']} event file, {counts['inflate']} inflate, "
+          f"{counts['xspace']} xspace seeds")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 #
 #   fuzz/run_fuzz.sh [-t SECONDS] [-b BUILD_DIR] [-o OUT_DIR] [-s SOURCE_DIR] [TARGET...]
 #
-#   TARGET      text | binary | auto | queries | json | tfevents | inflate (default: text binary); targets run one after
+#   TARGET      text | binary | auto | queries | json | tfevents | inflate | xspace (default: text binary); targets run one after
 #               the other, each for SECONDS (default 60), at nice 10
 #   BUILD_DIR   where fuzz/ is built (default /tmp/tracecore-fuzz-build); configured and built
 #               when missing: clang++ with libFuzzer if it works, else g++ and the standalone
@@ -57,7 +57,7 @@ pick_cxx() {
   echo "${CXX:-g++}"
 }
 
-if [ ! -x "$build/fuzz_text" ] || [ ! -x "$build/trace_file_driver" ]; then
+if [ ! -x "$build/fuzz_text" ] || [ ! -x "$build/trace_file_driver" ] || [ ! -x "$build/fuzz_xspace" ]; then
   cxx="$(pick_cxx)"
   echo "== configuring $build with $cxx (sources: $source_dir)"
   cmake -S "$source_dir/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" \
@@ -71,7 +71,7 @@ engine="$(cat "$build/fuzz_engine.txt" 2>/dev/null || echo unknown)"
 
 mkdir -p "$out/artifacts" "$out/logs"
 if [ ! -d "$out/seeds/text" ] || [ ! -d "$out/seeds/json" ] || [ ! -d "$out/seeds/tfevents" ] \
-   || [ ! -d "$out/seeds/inflate" ]; then
+   || [ ! -d "$out/seeds/inflate" ] || [ ! -d "$out/seeds/xspace" ]; then
   python3 "$here/make_corpus.py" "$out/seeds" >/dev/null
 fi
 
@@ -89,6 +89,7 @@ for t in "${targets[@]}"; do
     json) seeds=("$out/seeds/json"); dict="$here/json.dict" ;;
     tfevents) seeds=("$out/seeds/tfevents"); dict="$here/tfevents.dict" ;;
     inflate) seeds=("$out/seeds/inflate"); dict="$here/inflate.dict" ;;
+    xspace) seeds=("$out/seeds/xspace"); dict="$here/xspace.dict" ;;
     *) echo "unknown target '$t'"; exit 2 ;;
   esac
   corpus="$out/corpus_$t"

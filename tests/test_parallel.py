@@ -94,7 +94,7 @@ def test_binary_parallel_is_identical(tmp_path, stepstats_text):
 def test_room_calibrated_on_a_changing_dump_matches_the_oracle(tmp_path):
     """Columns get room for a first stretch of a large input (about 2.2 MB of binary), then for
     all of it at the rates measured there, re-checked each time the parse has gone four times
-    further (TraceBuilder::Reserve / Calibrate). This dump changes on the way: its first 3.3 MB
+    further (CapacityPlanner::Reserve / Calibrate). This dump changes on the way: its first 3.3 MB
     hold events without outputs or memory records (the first measure finds no tensors at all),
     the rest whole steps, so the later checks must give the tensor and allocation tables their
     room with rows already in them (fuzz/column_room_check.cc checks the room itself). Every

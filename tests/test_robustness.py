@@ -1059,7 +1059,7 @@ def _child_thread_names(n: str, duplicate: str) -> int:
 def test_many_thread_names_do_not_take_quadratic_time():
     """300k thread_names entries (1.8 MB) in one device block, the last repeating a key: a
     linear-time parse takes well under a second; the quadratic duplicate-key handling of
-    TraceBuilder::EndDevice takes about a minute (without the repeated key, ~20 s). Limit: 20 s."""
+    TraceSink::EndDevice takes about a minute (without the repeated key, ~20 s). Limit: 20 s."""
     try:
         proc = subprocess.run([sys.executable, __file__, "thread_names", "300000", "1"],
                               capture_output=True, text=True, timeout=20)
