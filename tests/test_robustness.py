@@ -939,8 +939,28 @@ def _replay_tensors_exact(t) -> list[str]:
     return []
 
 
+def _devices_without_events_exact(t) -> list[str]:
+    """query_devices_without_events.pb: two device blocks, no node stats. op_stats(by="device")
+    keeps one zero row per block; by op or node it has no rows."""
+    problems = []
+    rows = t.op_stats("device").to_pylist()
+    keys = [r["key"] for r in rows]
+    if keys != ["/device:CPU:0", "/device:GPU:0/stream:all"]:
+        problems.append(f"op_stats(by='device') keys {keys}")
+    for r in rows:
+        if any(r[c] != 0 for c in ("n_events", "total_ns", "busy_ns", "executor_ns", "stream_ns")):
+            problems.append(f"op_stats(by='device') row not zero: {r}")
+    for by in ("op", "node_name"):
+        if t.op_stats(by).num_rows != 0:
+            problems.append(f"op_stats(by={by!r}) has rows on a trace without events")
+    return problems
+
+
 # Extra exact checks for single regression files (name -> checker returning problems).
-EXACT_CHECKS = {"query_overflow_replay_tensors.pbtxt": _replay_tensors_exact}
+EXACT_CHECKS = {
+    "query_overflow_replay_tensors.pbtxt": _replay_tensors_exact,
+    "query_devices_without_events.pb": _devices_without_events_exact,
+}
 
 
 # Findings saved in tests/data/regressions/ (minimized by hand). The query_overflow_* files
@@ -960,6 +980,9 @@ REGRESSION_NOTES = {
     "query_overflow_occupancy_bins.pbtxt": "occupancy.cc OccupancyBins: the last bin's end "
     "t0 + bin_ns * (k + 1) is cast from __int128 to int64 and wraps when it passes INT64_MAX "
     "(occupancy(bin_ns=2**61) here); busy += stop - pos then overflows (wrong busy_ns in release)",
+    "query_devices_without_events.pb": "group_stats.cc: with no rows the category column is "
+    "an empty vector's null data(), so no per-category sums were made and op_stats(by='device') "
+    "read category_ns[g * 2] past the end (UBSan: reference binding to null pointer)",
     # Found by the mutation test (a): the text parser echoes a bracketed field name ("[...]",
     # any bytes up to ']') raw into the TraceFormatError message; the binding's conversion of a
     # non-UTF-8 message to str raised UnicodeDecodeError instead of TraceFormatError (since

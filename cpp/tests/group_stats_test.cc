@@ -137,3 +137,24 @@ TEST(GroupStats, NoRowsGiveZeroRows) {
   ExpectColumn(s.n, {0, 0});
   ExpectColumn(s.busy_ns, {0, 0});
 }
+
+TEST(GroupStats, NoRowsStillHaveTheDeclaredCategories) {
+  // op_stats passes an empty vector's data() (a null pointer) as the category column when a
+  // trace has devices but no events; the per-category sums must still exist, all zero.
+  GroupedIntervals rows;
+  rows.n_categories = 2;
+  const GroupStats s = ComputeGroupStats(rows, static_cast<const int64_t*>(nullptr), 3);
+  EXPECT_EQ(s.n_categories, 2u);
+  ExpectColumn(s.category_ns, {0, 0, 0, 0, 0, 0});
+}
+
+TEST(GroupStats, DeclaredCategoriesWithoutAColumnAreRefused) {
+  Rows r;
+  r.start = {0};
+  r.end = {10};
+  GroupedIntervals rows = r.View();
+  rows.n_categories = 2;
+  const std::vector<int64_t> group = {0};
+  EXPECT_THROW_WITH(ComputeGroupStats(rows, group.data(), 1), std::invalid_argument,
+                    "no category column");
+}

@@ -35,7 +35,13 @@ GroupStats Compute(const GroupedIntervals& rows, const Id* group, size_t n_group
   }
   GroupStats s;
   s.n_groups = n_groups;
-  s.n_categories = rows.category != nullptr ? rows.n_categories : 0;
+  // The caller declares the categories; with no rows the column may be a null pointer (an
+  // empty vector's data()), and the per-category sums are still there, all zero.
+  if (rows.n_categories > 0 && rows.category == nullptr && rows.size > 0) {
+    throw std::invalid_argument("group_stats: " + std::to_string(rows.n_categories) +
+                                " categories declared but no category column");
+  }
+  s.n_categories = rows.n_categories;
   for (auto* v : {&s.n, &s.total_ns, &s.max_ns, &s.busy_ns, &s.first_start_ns, &s.last_end_ns}) {
     v->assign(n_groups, 0);
   }

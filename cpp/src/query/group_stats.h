@@ -20,7 +20,8 @@ struct GroupedIntervals {
   size_t size = 0;
   const int64_t* weight = nullptr;   // summed per group; `weight_name` names it in errors
   const char* weight_name = "weight";
-  const uint8_t* category = nullptr;  // lengths summed per group for categories < n_categories
+  // Lengths summed per group and category; required when n_categories > 0 and size > 0.
+  const uint8_t* category = nullptr;
   size_t n_categories = 0;
 };
 

@@ -1,0 +1,5 @@
+
+
+/device:CPU:0
+
+/device:GPU:0/stream:all
