@@ -276,6 +276,46 @@ def test_bad_arguments_are_usage_errors_not_internal_ones(capsys, tmp_path: Path
     assert code == 0 and err == "" and (tmp_path / "q" / "events.parquet").exists()
 
 
+REGRESSIONS = HERE / "data" / "regressions"
+
+
+@pytest.mark.parametrize(
+    ("name", "command", "message"),
+    [
+        ("query_overflow_scopes_total.pbtxt", "info", "total_ns overflows int64"),
+        ("query_overflow_scopes_total.pbtxt", "top", "total_ns overflows int64"),
+        ("query_overflow_scopes_total.pbtxt", "occupancy", "total_ns overflows int64"),
+        ("query_overflow_tower_bytes.pbtxt", "info", "memory replay level overflows int64"),
+        ("query_overflow_tower_bytes.pbtxt", "memory", "memory replay level overflows int64"),
+    ],
+)
+def test_int64_overflow_is_a_one_line_error(capsys, name, command, message) -> None:
+    # Two events of 5e18 ns each (their total is not an int64) and two tensors of 6e18 bytes:
+    # the queries raise OverflowError, which the CLI used to print as an "internal error".
+    code, _, err = run(capsys, command, str(REGRESSIONS / name))
+    assert code == 1
+    assert err == (
+        f"tracecore {command}: error: {message} (the trace's values are too large for 64-bit "
+        f"sums)\n"
+    )
+
+
+def test_int64_overflow_raises_in_every_query() -> None:
+    total = tracecore.open(REGRESSIONS / "query_overflow_scopes_total.pbtxt")
+    for query in (total.op_stats, total.scopes):
+        with pytest.raises(OverflowError, match="total_ns overflows int64"):
+            query()
+    assert total.towers().num_rows == 0  # no tower_N names: nothing to sum
+    tower = tracecore.open(REGRESSIONS / "query_overflow_tower_bytes.pbtxt")
+    for query in (tower.scopes, tower.towers):
+        with pytest.raises(OverflowError, match="weight sum overflows int64"):
+            query()
+    with pytest.raises(OverflowError, match="memory replay level overflows int64"):
+        tower.replay(source="tensors")
+    # Sums that fit are exact: two events of 5 us (one tensor each, 6e18 bytes).
+    assert tower.op_stats().to_pylist()[0]["total_ns"] == 10_000
+
+
 def test_internal_errors_are_clipped(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(args):
         raise RuntimeError("x" * 100_000)

@@ -474,3 +474,48 @@ def test_dask_matches_open_many(client, ts, glob_pattern, tmp_path, run):
     assert list(listing["rank"]) == [0, 0, 0, 0, 9]
     lenient = tracecore.dask.read_traces(paths + [str(bad)], strict=False)
     assert len(lenient) == 4 * run.events_per_trace
+
+
+# --------------------------------------------------------------------------------------------
+# Summed aggregates are checked: Arrow's hash sum wraps around int64 silently
+REGRESSIONS = Path(__file__).resolve().parent / "data" / "regressions"
+
+
+def test_summed_aggregates_that_overflow_raise(tmp_path: Path) -> None:
+    # One event of 5e18 ns per trace: each trace's total fits int64, two traces' sum does not
+    # (Arrow's hash sum gave -8446744073709551616).
+    paths = []
+    for rank in (0, 1):
+        (tmp_path / f"r{rank}").mkdir()
+        paths.append(tmp_path / f"r{rank}" / "a.pbtxt")
+        shutil.copy(REGRESSIONS / "dataset_overflow_one_event.pbtxt", paths[-1])
+    ts = tracecore.open_many(paths)
+    assert ts.op_stats(per="trace")["total_ns"].to_pylist() == [5 * 10**18, 5 * 10**18]
+    for per in ("all", "rank", "step"):
+        with pytest.raises(OverflowError, match="total_ns sum overflows int64"):
+            ts.op_stats(per=per)
+        with pytest.raises(OverflowError, match="busy_ns sum overflows int64"):
+            ts.occupancy(per=per)
+    # One trace: the total (above 2^53) stays exact; the mean is the nearest double.
+    row = tracecore.open_many(paths[:1]).op_stats(per="all").to_pylist()[0]
+    assert row["total_ns"] == 5 * 10**18 and row["mean_ns"] == 5e18
+
+
+def test_checked_aggregate_is_exact_at_the_int64_bounds() -> None:
+    from tracecore._arrow import checked_aggregate
+
+    big = 2**62
+    table = pa.table({
+        "k": ["a", "a", "b", "b", "c", "c", "d"],
+        "v": pa.array([big, big - 1, -big, -big, big, big, None], pa.int64()),
+    })
+    agg = checked_aggregate(table.slice(0, 4), ["k"], [("v", "sum")])
+    assert dict(zip(agg["k"].to_pylist(), agg["v_sum"].to_pylist(), strict=True)) == {
+        "a": 2**63 - 1,
+        "b": -(2**63),
+    }
+    assert agg.column_names == ["k", "v_sum"]
+    with pytest.raises(OverflowError, match="v sum overflows int64"):
+        checked_aggregate(table, ["k"], [("v", "sum")])
+    nulls = checked_aggregate(table.slice(6), ["k"], [("v", "sum"), ("v", "count")])
+    assert nulls.to_pylist() == [{"k": "d", "v_sum": None, "v_count": 0}]

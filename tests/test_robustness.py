@@ -980,6 +980,14 @@ REGRESSION_NOTES = {
     "query_overflow_occupancy_bins.pbtxt": "occupancy.cc OccupancyBins: the last bin's end "
     "t0 + bin_ns * (k + 1) is cast from __int128 to int64 and wraps when it passes INT64_MAX "
     "(occupancy(bin_ns=2**61) here); busy += stop - pos then overflows (wrong busy_ns in release)",
+    "query_overflow_scopes_total.pbtxt": "names.py scopes(): total_ns of two 5e18 ns events "
+    "summed with numpy int64 wrapped to -8446744073709551616 (now the checked group_stats "
+    "engine raises OverflowError; the CLI printed it as an internal error)",
+    "query_overflow_tower_bytes.pbtxt": "names.py towers(): two tensors of 6e18 bytes gave "
+    "negative tower bytes (now OverflowError); replay(tensors) overflows too",
+    "dataset_overflow_one_event.pbtxt": "dataset.py TraceSet.op_stats/occupancy(per=...): "
+    "Arrow's hash sum of two traces' 5e18 ns wrapped around int64 (now checked_aggregate "
+    "raises OverflowError); mean_ns's cast of a total above 2^53 raised ArrowInvalid",
     "query_devices_without_events.pb": "group_stats.cc: with no rows the category column is "
     "an empty vector's null data(), so no per-category sums were made and op_stats(by='device') "
     "read category_ns[g * 2] past the end (UBSan: reference binding to null pointer)",

@@ -200,3 +200,30 @@ def scalar(value: Any, type: pa.DataType | None = None) -> pa.Scalar:
     """``pa.scalar(value, type)`` for an int or a string, without pyarrow's pandas import (see
     :func:`array`): compute functions given a plain Python value make one through pa.scalar."""
     return array([value], type)[0]
+
+
+def checked_aggregate(
+    table: pa.Table, keys: list[str], aggregations: list[tuple[str, str]]
+) -> pa.Table:
+    """``table.group_by(keys).aggregate(aggregations)`` whose integer ``"sum"`` aggregations are
+    checked: Arrow's hash sum wraps around int64 silently, so each such column is also summed
+    as its high and low 32-bit halves (sums that cannot wrap below 2^31 rows) and a group whose
+    exact sum does not fit int64 raises OverflowError naming the column."""
+    checked = [
+        c for c, fn in aggregations
+        if fn == "sum" and pa.types.is_integer(table.schema.field(c).type)
+    ]
+    extra: list[tuple[str, str]] = []
+    for c in checked:
+        x = pc.cast(table[c], pa.int64())
+        table = table.append_column(f"__hi_{c}", pc.shift_right(x, 32))
+        table = table.append_column(f"__lo_{c}", pc.bit_wise_and(x, 0xFFFFFFFF))
+        extra += [(f"__hi_{c}", "sum"), (f"__lo_{c}", "sum")]
+    agg = table.group_by(keys, use_threads=False).aggregate(aggregations + extra)
+    for c in checked:
+        hi = agg[f"__hi_{c}_sum"].to_pylist()
+        lo = agg[f"__lo_{c}_sum"].to_pylist()
+        for h, low in zip(hi, lo, strict=True):
+            if h is not None and not -(1 << 63) <= (h << 32) + low < (1 << 63):
+                raise OverflowError(f"{c} sum overflows int64")
+    return agg.drop_columns([f"{name}_sum" for name, _ in extra])

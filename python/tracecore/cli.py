@@ -24,12 +24,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import buffer_bytes, to_numpy
 from ._core import TraceFormatError
 from ._version import __version__
-from .intervals import group_stats
+from .intervals import group_stats, grouped_sum
 from .opening import open, sample_path
 from .parquet import PARQUET_CODECS
 from .trace import Trace
@@ -317,7 +318,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     if focus is not None and focus in tensors.allocators:
         live = tensors.live_at_peak(focus)
         print()
-        requested = pc.sum(live["requested_bytes"]).as_py() or 0
+        requested = _checked_total(live["requested_bytes"])
         print(
             f"live at the {focus or '(none)'} peak (tensor model): {live.num_rows} tensors, "
             f"{_size(requested)} requested; largest {min(args.n, live.num_rows)}:"
@@ -342,7 +343,7 @@ def _cmd_memory(args: argparse.Namespace) -> int:
             )
     if focus is not None and focus in records.allocators:
         live = records.live_at_peak(focus)
-        held = (pc.sum(live["bytes"]).as_py() or 0) if live.num_rows else 0
+        held = _checked_total(live["bytes"])
         print()
         print(
             f"allocation records up to the {focus or '(none)'} record peak: {live.num_rows} "
@@ -662,6 +663,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"tracecore {args.command}: error: {message}", file=sys.stderr)
         return 1
+    except OverflowError as e:  # a query's checked int64 arithmetic on extreme values
+        print(
+            f"tracecore {args.command}: error: {_clipped(str(e))} (the trace's values are too "
+            f"large for 64-bit sums)",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         print("tracecore: interrupted", file=sys.stderr)
         return 130
@@ -672,6 +680,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
+
+
+def _checked_total(column: pa.ChunkedArray) -> int:
+    """The sum of an int64 column (nulls as 0); OverflowError when it does not fit int64."""
+    values = to_numpy(column, 0).astype(np.int64, copy=False)
+    return int(grouped_sum(values, np.zeros(len(values), dtype=np.int64), 1)[0])
 
 
 def _clipped(message: str, limit: int = 300) -> str:

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from ._arrow import to_numpy
+from ._arrow import checked_aggregate, to_numpy
 from .checks import as_int, check_flag, check_ns, check_threads
 from .keying import (
     KeySpec,
@@ -305,7 +305,9 @@ class TraceSet(TableAttributes):
             return table
         group = _per_columns(per)
         spans = self._spans(group)
-        agg = table.group_by(group + ["key"], use_threads=False).aggregate(
+        agg = checked_aggregate(
+            table,
+            group + ["key"],
             [
                 ("n_events", "sum"),
                 ("total_ns", "sum"),
@@ -319,7 +321,9 @@ class TraceSet(TableAttributes):
         cols["key"] = agg["key"]
         cols["n_events"] = agg["n_events_sum"]
         cols["total_ns"] = agg["total_ns_sum"]
-        cols["mean_ns"] = pc.divide(pc.cast(agg["total_ns_sum"], pa.float64()), agg["n_events_sum"])
+        # Rounded to the nearest double (safe=False: a total above 2^53 ns is not exact in it).
+        total = pc.cast(agg["total_ns_sum"], pa.float64(), safe=False)
+        cols["mean_ns"] = pc.divide(total, agg["n_events_sum"])
         cols["max_ns"] = agg["max_ns_max"]
         cols["busy_ns"] = agg["busy_ns_sum"]
         span = np.array(
@@ -357,7 +361,9 @@ class TraceSet(TableAttributes):
         table = table.set_column(
             table.schema.get_field_index("device"), "device", pc.cast(table["device"], pa.string())
         )
-        agg = table.group_by(group + ["device", "kind"], use_threads=False).aggregate(
+        agg = checked_aggregate(
+            table,
+            group + ["device", "kind"],
             [
                 ("n_events", "sum"),
                 ("busy_ns", "sum"),
