@@ -58,11 +58,11 @@ def cache_key(abs_path: str, size: int, mtime_ns: int) -> str:
     """The key of a file's entry: sha256 of its absolute path, size, mtime and the tracecore
     version (a new version never reads an older version's tables)."""
     ident = json.dumps([CACHE_LAYOUT_VERSION, abs_path, size, mtime_ns, _version.__version__])
-    return hashlib.sha256(ident.encode("utf-8")).hexdigest()
+    return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _path_prefix(abs_path: str) -> str:
-    return hashlib.sha256(abs_path.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(abs_path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def entry_dir(path: str | os.PathLike[str]) -> Path:

@@ -4,12 +4,16 @@ TypeError / ValueError with a message that names the argument."""
 from __future__ import annotations
 
 import operator
+import os
 
 import numpy as np
 import pyarrow as pa
 
 # Parser threads beyond this are capped: the core never runs more threads than it has cores.
 MAX_THREADS = 1024
+
+#: What the functions that read files take as a path.
+PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -25,6 +29,22 @@ def as_int(value: object) -> int | None:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         return None
+
+
+def check_path(value: object, what: str = "path") -> str:
+    """A file-system path given as ``str``, ``bytes`` or ``os.PathLike``, as the ``str`` that
+    ``os.fsdecode`` makes of it: undecodable bytes of a name become lone surrogates
+    (surrogateescape), as in what ``os.listdir`` returns, and ``os.fsencode`` gives the original
+    bytes back. Raises TypeError for anything else."""
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what} must be a str, bytes or os.PathLike, not {type(value).__name__}")
+    return os.fsdecode(os.fspath(value))
+
+
+def display_path(path: str) -> str:
+    """``path`` (from :func:`check_path`) as valid UTF-8 text for tables and messages: each
+    undecodable byte of a name shows as ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def check_threads(threads: object, what: str = "threads") -> int:

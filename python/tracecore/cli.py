@@ -634,6 +634,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Paths Python decoded from undecodable bytes (surrogateescape) print as those bytes.
+    for stream in (sys.__stdout__, sys.__stderr__):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
     parser = build_parser()
     args = parser.parse_args(argv)
     if os.environ.get("TRACECORE_DEBUG"):

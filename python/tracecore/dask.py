@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
+from .checks import PathArg, display_path
 from .keying import (
     KeySpec,
     alignment_offset,
@@ -160,7 +161,7 @@ class _Partition:
         except OSError:
             size = None
         row = {
-            "path": path,
+            "path": display_path(path),
             "trace_id": trace_id,
             "size": size,
             "kind": None if trace is None else trace.kind,
@@ -183,7 +184,7 @@ class _Partition:
 
 
 def read_traces(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    paths: PathArg | Iterable[PathArg],
     table: str | TableQuery = "events",
     *,
     rank: KeySpec = None,

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from . import _core
 from ._arrow import checked_aggregate, to_numpy
-from .checks import as_int, check_flag, check_ns, check_threads
+from .checks import PathArg, as_int, check_flag, check_ns, check_threads, display_path
 from .keying import (
     KeySpec,
     Member,
@@ -46,7 +46,7 @@ from .trace import TableAttributes, Trace
 
 # -- open_many ------------------------------------------------------------------------------------
 def open_many(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    paths: PathArg | Iterable[PathArg],
     *,
     rank: KeySpec = None,
     step: KeySpec = None,
@@ -164,7 +164,7 @@ class TraceSet(TableAttributes):
         ok = [t is not None for t in self._traces]
         return pa.table(
             {
-                "path": pa.array(self._paths, pa.string()),
+                "path": pa.array([display_path(p) for p in self._paths], pa.string()),
                 "trace_id": pa.array(range(len(self._paths)), pa.int32()),
                 "rank": pa.array(self._ranks, self._rank_type),
                 "step": pa.array(self._steps, self._step_type),

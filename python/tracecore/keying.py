@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from . import _core
 from ._arrow import schema_from_capsule
 from ._core import TraceFormatError
+from .checks import PathArg, check_path
 from .names import add_name_columns
 from .trace import Trace
 
@@ -48,15 +49,15 @@ class Member(NamedTuple):
     offset: int
 
 
-def resolve_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+def resolve_paths(paths: PathArg | Iterable[PathArg]) -> list[str]:
     """The files named by ``paths``: a glob (``**`` recurses), a directory (every file below it
     whose name ends in one of :data:`TRACE_SUFFIXES`, optionally ``.gz``), a file, or an iterable
     of these. Globs and directories are expanded in sorted order; the result keeps input order
     and drops repeats. A plain path that does not exist is kept (it is reported as an error)."""
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
     out: list[str] = []
     for item in items:
-        p = os.fspath(item)
+        p = check_path(item)
         if _GLOB_CHARS.search(p) and not os.path.exists(p):
             found = sorted(f for f in _glob.glob(p, recursive=True) if os.path.isfile(f))
             if not found:

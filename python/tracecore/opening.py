@@ -9,7 +9,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from .checks import check_flag, check_threads
+from .checks import PathArg, check_flag, check_path, check_threads
 from .parsing import FORMATS, parse_core
 from .trace import Trace
 
@@ -20,7 +20,7 @@ def sample_path() -> Path:
 
 
 def open(
-    path: str | os.PathLike[str],
+    path: PathArg,
     *,
     format: str = "auto",
     threads: int = 0,
@@ -57,7 +57,7 @@ def open(
     threads = check_threads(threads)
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
-    path_str = os.fspath(path)
+    path_str = check_path(path)
     if os.path.isdir(path_str):
         return open_parquet_dir(path_str)
     if cache:

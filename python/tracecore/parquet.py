@@ -16,7 +16,9 @@ come from the files, and its queries re-parse the source file while it is unchan
 
 from __future__ import annotations
 
+import builtins
 import json
+import mmap
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,8 +73,9 @@ def to_parquet(
         file_name = f"{name}.parquet"
         table = compact_dictionaries(trace.table(name))
         tmp = out / f".{file_name}.tmp"
-        with naming(out / file_name):
-            pq.write_table(table, tmp, compression=compression)
+        with naming(out / file_name), builtins.open(tmp, "wb") as f:
+            # Through a Python file: Arrow's own file system takes only UTF-8 path names.
+            pq.write_table(table, f, compression=compression)
             os.replace(tmp, out / file_name)
         meta["tables"][name] = file_name
     _write_json_atomically(out / META_FILE, meta)
@@ -112,7 +115,7 @@ def read_parquet_dir(
         file_path = path / meta.get("tables", {}).get(name, f"{name}.parquet")
         try:
             # The Arrow schema stored in the file brings the dictionary types back.
-            table = pq.read_table(file_path, memory_map=True)
+            table = pq.read_table(_mapped(file_path))
         except FileNotFoundError:
             raise TraceFormatError(f"{path}: missing {file_path.name}") from None
         except (pa.ArrowException, OSError) as e:
@@ -123,6 +126,15 @@ def read_parquet_dir(
             )
         tables[name] = table
     return tables, meta
+
+
+def _mapped(path: Path) -> pa.Buffer:
+    """The file at ``path`` memory-mapped as an Arrow buffer (Python's mmap: Arrow's own file
+    system takes only UTF-8 path names). The tables read from it keep the mapping alive."""
+    with builtins.open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return pa.py_buffer(b"")
+        return pa.py_buffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 
 def _write_json_atomically(path: Path, obj: Any) -> None:

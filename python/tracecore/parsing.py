@@ -119,7 +119,7 @@ def parse_core(
                     # the whole decompressed file with it.
                     del data
             else:
-                core = _core.open_file(path, format, threads)
+                core = _core.open_file(os.fsencode(path), format, threads)
     except TraceFormatError as e:
         raise _reraise_with_path(_explained(e, head, format), path) from None
     return core, SourceFile(os.path.abspath(path), st.st_size, st.st_mtime_ns)
