@@ -1,9 +1,11 @@
 """Paths as str, bytes and os.PathLike, including names that are not valid UTF-8 (a Latin-1
 ``café.pbtxt`` as ``os.listdir(bytes)`` returns it), through every entry point that reads:
-open (plain, cached, a Parquet directory), open_many, the Dask reader and the CLI."""
+open (plain, cached, a Parquet directory), open_many, the Dask reader and the CLI; and only
+regular files are read (FIFOs and devices are refused at once)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -100,3 +102,32 @@ def test_cli_prints_the_name_as_given(latin1: bytes) -> None:
     assert proc.returncode == 1
     assert proc.stderr.startswith(b"tracecore: [Errno 2] No such file or directory: ")
     assert b"internal error" not in proc.stderr and proc.stderr.count(b"\n") == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Only regular files are read: a FIFO would block the open until a writer comes (forever in a
+# run directory), and /dev/zero would be read until the OOM killer stops it.
+def test_fifos_and_devices_are_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.pbtxt"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match=r"not a regular file \(a FIFO\)") as e:
+        tracecore.open(fifo)
+    assert e.value.errno == errno.EINVAL and e.value.filename == str(fifo)
+    with pytest.raises(OSError, match=r"not a regular file \(a character device\)"):
+        tracecore.open("/dev/zero")
+    with pytest.raises(OSError, match=r"not a regular file \(a FIFO\)"):
+        tracecore.open(fifo, cache=True)
+    # In a directory walk the FIFO is not a trace file; named on its own it is an error.
+    shutil.copy(SEED0, tmp_path / "a.pbtxt")
+    ts = tracecore.open_many(tmp_path)
+    assert ts.traces["path"].to_pylist() == [str(tmp_path / "a.pbtxt")]
+    ts = tracecore.open_many([tmp_path / "a.pbtxt", fifo])
+    assert ts.traces["status"].to_pylist() == ["ok", "error"]
+    assert "not a regular file (a FIFO)" in ts.traces["error"][1].as_py()
+    proc = subprocess.run([sys.executable, "-m", "tracecore", "info", str(fifo)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"tracecore: [Errno 22] not a regular file (a FIFO): tracecore reads regular files: "
+        f"'{fifo}'\n"
+    )

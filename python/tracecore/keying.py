@@ -69,8 +69,12 @@ def resolve_paths(paths: PathArg | Iterable[PathArg]) -> list[str]:
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 for f in files:
                     name = f.removesuffix(".gz")
-                    if not f.startswith(".") and name.endswith(TRACE_SUFFIXES):
-                        found.append(os.path.join(root, f))
+                    full = os.path.join(root, f)
+                    # Regular files only: a FIFO named *.pbtxt would block the open forever.
+                    if not f.startswith(".") and name.endswith(TRACE_SUFFIXES) and os.path.isfile(
+                        full
+                    ):
+                        found.append(full)
             if not found:
                 raise ValueError(f"no trace files (*{', *'.join(TRACE_SUFFIXES)}) under {p!r}")
             out.extend(sorted(found))

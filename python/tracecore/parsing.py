@@ -4,8 +4,10 @@ clearer when the file is plainly no trace or was read in the wrong format."""
 from __future__ import annotations
 
 import builtins
+import errno
 import gzip
 import os
+import stat
 import zlib
 
 from . import _core
@@ -93,6 +95,23 @@ def _read_gzip(path: str) -> bytes:
         raise TraceFormatError(f"corrupt or truncated gzip data ({e})") from None
 
 
+def check_regular_file(path: str) -> None:
+    """Raises OSError (EINVAL) unless ``path`` is a regular file (after symlinks): opening a
+    FIFO blocks until a writer comes, and a device such as /dev/zero never ends."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = (
+            "a directory" if stat.S_ISDIR(st.st_mode)
+            else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+            else "a character device" if stat.S_ISCHR(st.st_mode)
+            else "a block device" if stat.S_ISBLK(st.st_mode)
+            else "a socket" if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file"
+        )
+        raise OSError(errno.EINVAL, f"not a regular file ({kind}): tracecore reads regular files",
+                      path)
+
+
 def parse_core(
     path: str, *, format: str, threads: int, progress: bool = False
 ) -> tuple[_core.Trace, SourceFile]:
@@ -103,6 +122,7 @@ def parse_core(
     Raises:
         TraceFormatError: not a valid trace; the message starts with the path.
     """
+    check_regular_file(path)
     with builtins.open(path, "rb") as f:
         head = f.read(_HEAD_BYTES)
         st = os.fstat(f.fileno())

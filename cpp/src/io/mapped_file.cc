@@ -76,6 +76,15 @@ int RegisterGuard(const void* begin, size_t size) {
   return -1;  // more than kGuardSlots live mappings: this one is checked by size only
 }
 
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 [[noreturn]] void ThrowErrno(const std::string& what, const std::string& path) {
   int err = errno;
   throw IoError(what + " '" + path + "': " + std::strerror(err), err);
@@ -86,7 +95,9 @@ int RegisterGuard(const void* begin, size_t size) {
 std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO returns at once (to be refused below) instead of waiting for a
+  // writer; it changes nothing for a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) ThrowErrno("cannot open", path);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
@@ -94,25 +105,15 @@ std::shared_ptr<MappedFile> MappedFile::Open(const std::string& path) {
     ThrowErrno("cannot stat", path);
   }
   if (!S_ISREG(st.st_mode)) {
-    // Pipes and character devices cannot be mapped: read them into memory.
-    std::string bytes;
-    char chunk[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(fd, chunk, sizeof chunk);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        ::close(fd);
-        ThrowErrno("cannot read", path);
-      }
-      if (n == 0) break;
-      bytes.append(chunk, static_cast<size_t>(n));
-    }
+    // A FIFO or a device has no size to plan for and may never end (/dev/zero): refused.
     ::close(fd);
-    auto buffered = FromBuffer(std::move(bytes));
-    buffered->path_ = path;
-    return buffered;
+    throw IoError("not a regular file (" + std::string(FileTypeName(st.st_mode)) +
+                      "): tracecore reads regular files '" + path + "'",
+                  EINVAL);
   }
   file->size_ = static_cast<size_t>(st.st_size);
+  file->device_ = static_cast<uint64_t>(st.st_dev);
+  file->inode_ = static_cast<uint64_t>(st.st_ino);
   if (file->size_ == 0) {
     ::close(fd);
     file->data_ = "";
@@ -162,6 +163,10 @@ bool MappedFile::ShrankSinceOpen() const {
   if (truncated_while_mapped()) return true;
   struct stat st;
   if (::stat(path_.c_str(), &st) != 0) return false;
+  // Another file now at the path (os.replace, an editor's save): the mapped one is unchanged.
+  if (static_cast<uint64_t>(st.st_dev) != device_ || static_cast<uint64_t>(st.st_ino) != inode_) {
+    return false;
+  }
   return static_cast<size_t>(st.st_size) < size_;
 }
 

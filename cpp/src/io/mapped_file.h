@@ -1,5 +1,5 @@
 // An owned, read-only view of a whole input: a memory mapping of a file, or a heap buffer where
-// mapping is impossible (decompressed .gz data, pipes, bytes handed over from Python).
+// mapping is impossible (decompressed .gz data, bytes handed over from Python).
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,8 @@ namespace tracecore {
 
 class MappedFile {
  public:
-  // Maps `path` read-only. Throws IoError when the file cannot be opened or mapped.
+  // Maps `path` read-only. Throws IoError when the file cannot be opened or mapped, or is not a
+  // regular file (a FIFO, device or socket: refused at once, never read until it ends).
   static std::shared_ptr<MappedFile> Open(const std::string& path);
   // Takes ownership of bytes already in memory.
   static std::shared_ptr<MappedFile> FromBuffer(std::string bytes);
@@ -28,8 +29,9 @@ class MappedFile {
   // this process's resident set (they stay in the page cache). No-op for heap buffers.
   void ReleaseConsumed(size_t begin, size_t end) const;
 
-  // True when the file on disk is now shorter than it was when it was mapped (another process
+  // True when the mapped file is now shorter than it was when it was mapped (another process
   // truncated it while we were reading), or a read past its new end was caught (see below).
+  // A different file now at the path (replaced, not truncated) does not count.
   bool ShrankSinceOpen() const;
 
   // Reading a mapped page past the end of a file that shrank raises SIGBUS. While a MappedFile
@@ -44,6 +46,7 @@ class MappedFile {
   size_t size_ = 0;
   void* mapping_ = nullptr;
   int guard_slot_ = -1;
+  uint64_t device_ = 0, inode_ = 0;  // of the mapped file, to tell it from a replacement
   std::string path_;
   std::string heap_;
 };
