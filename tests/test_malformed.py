@@ -1065,3 +1065,60 @@ def test_truncated_gzip_is_a_format_error(tmp_path):
 
 if __name__ == "__main__":
     raise SystemExit(_child_main(sys.argv[1]))
+
+
+def test_a_replaced_timeline_label_is_still_validated():
+    # Found by review (issue "nothing crashes ..." item 7): a label that a second label of the
+    # same node_stats replaces was never interned, so its invalid UTF-8 passed unnoticed where
+    # protobuf rejects the message. The error points at the first label.
+    import tracecore
+
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(REG / "label_invalid_utf8_then_second_label.pbtxt")
+    assert (info.value.line, info.value.column) == (5, 21)
+    assert "string is not valid UTF-8 in field 'timeline_label'" in str(info.value)
+    data = (REG / "label_invalid_utf8_then_second_label.pb").read_bytes()
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(REG / "label_invalid_utf8_then_second_label.pb")
+    assert info.value.offset == data.index(b"bad \xff") - 1  # the first label's length
+    assert "string is not valid UTF-8" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "column", "message"),
+    [
+        ("unknown_field_malformed_message.pbtxt", 5, 11, "expected a field name, got '$$$'"),
+        ("unknown_field_list_without_commas.pbtxt", 5, 13,
+         "expected ',' or ']' in the list of field 'foo', got '2'"),
+    ],
+)
+def test_unknown_fields_follow_the_text_grammar(name, line, column, message):
+    # Found by review (item 7 of the robustness issue): the value of a field tracecore does not
+    # know was skipped by bracket balance only, so "foo { $$$ %%% }" and "foo: [1 2 3]" were
+    # accepted where protobuf's text parser rejects them.
+    import tracecore
+
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(REG / name)
+    assert (info.value.line, info.value.column) == (line, column)
+    assert message in str(info.value)
+
+
+def test_well_formed_unknown_fields_are_skipped_and_counted(tmp_path):
+    import tracecore
+
+    unknown = (
+        b'    foo: [1, -2, 3.5e3, inf, ENUM_VALUE, "s" \'t\']\n'
+        b"    bar { x: \"}\" y [ {a: 1}, <a: 2> ] z: -1.5e3; w < q: X >, [ext.type/Name] { } }\n"
+        b"    baz: { }\n"
+        b"    qux [ ]\n"
+        b"    # a comment { [\n"
+    )
+    text = (REG / "unknown_field_list_without_commas.pbtxt").read_bytes().replace(
+        b"    foo: [1 2 3]\n", unknown
+    )
+    path = tmp_path / "ok.pbtxt"
+    path.write_bytes(text)
+    t = tracecore.open(path)
+    assert t.events["node_name"].to_pylist() == ["a"]
+    assert t.stats["unknown_fields"] == 4

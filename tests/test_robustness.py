@@ -988,6 +988,14 @@ REGRESSION_NOTES = {
     "dataset_overflow_one_event.pbtxt": "dataset.py TraceSet.op_stats/occupancy(per=...): "
     "Arrow's hash sum of two traces' 5e18 ns wrapped around int64 (now checked_aggregate "
     "raises OverflowError); mean_ns's cast of a total above 2^53 raised ArrowInvalid",
+    "label_invalid_utf8_then_second_label.pbtxt": "text_parser.cc: a timeline_label replaced "
+    "by a second one was never validated (invalid UTF-8 accepted; protobuf rejects it)",
+    "label_invalid_utf8_then_second_label.pb": "binary_parser.cc: the same in the wire format",
+    "unknown_field_malformed_message.pbtxt": "text_cursor.cc SkipValue: an unknown field's "
+    "message was skipped by bracket balance only ('foo { $$$ %%% }' accepted; protobuf: 5:11 "
+    "Expected identifier or number)",
+    "unknown_field_list_without_commas.pbtxt": "text_cursor.cc SkipValue: 'foo: [1 2 3]' "
+    "accepted (protobuf: 5:13 Expected \",\")",
     "query_devices_without_events.pb": "group_stats.cc: with no rows the category column is "
     "an empty vector's null data(), so no per-category sums were made and op_stats(by='device') "
     "read category_ns[g * 2] past the end (UBSan: reference binding to null pointer)",

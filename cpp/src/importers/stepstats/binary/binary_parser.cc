@@ -194,6 +194,7 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
   const int64_t event_id = b_.BeginEvent();
   EventFields e;
   int32_t output_index = 0;
+  const uint8_t* label_at = nullptr;
   Message(m, [&](uint64_t key, const uint8_t*& p, const uint8_t* end) TC_FIELD {
     switch (key) {
       case K(1, kLengthDelimited): {
@@ -208,11 +209,17 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
       case K(5, kVarint): e.all_end_rel_micros = Int64(p, end); return true;
       case K(6, kLengthDelimited): AllocatorMemoryUsed(Sub(p, end), event_id); return true;
       case K(7, kLengthDelimited): NodeOutput(Sub(p, end), event_id, output_index++); return true;
-      case K(8, kLengthDelimited):
-        // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
+      case K(8, kLengthDelimited): {
+        // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned);
+        // one that a later label replaces is never interned: checked here (rare).
+        if (e.has_label && !StringPool::IsValidUtf8(e.label)) {
+          r_.FailValue(label_at, "string is not valid UTF-8");
+        }
+        label_at = p;
         e.label = r_.LengthDelimited(p, end);
         e.has_label = true;
         return true;
+      }
       case K(9, kVarint): e.scheduled_micros = Int64(p, end); return true;
       case K(10, kVarint): e.thread_id = static_cast<uint32_t>(r_.Varint(p, end)); return true;
       case K(11, kLengthDelimited): {

@@ -473,51 +473,80 @@ void TextCursor::SkipScalar(std::string_view field) {
   }
 }
 
-void TextCursor::SkipValue(std::string_view field) {
+void TextCursor::SkipValue(std::string_view field) { SkipFieldValue(field, 0); }
+
+// The grammar of protobuf's text format, checked but not kept: what follows a field name is
+// ": scalar", ": [list]", or a message with an optional colon. Recursion is bounded by
+// kMaxSkipDepth nested messages.
+void TextCursor::SkipFieldValue(std::string_view field, int depth) {
   SkipWhitespace();
   const bool colon = p_ < end_ && *p_ == ':';
   if (colon) ++p_;
   SkipWhitespace();
   const char c = peek();
-  if (c != '{' && c != '<' && c != '[') {
-    if (!colon) {
-      Fail(p_, "expected ':' or '{' after field '" + std::string(field) + "', got " + Describe(p_));
-    }
+  if (c == '{' || c == '<') {
+    SkipMessage(field, depth);
+  } else if (c == '[') {
+    SkipList(field, depth);
+  } else if (!colon) {
+    Fail(p_, "expected ':' or '{' after field '" + std::string(field) + "', got " + Describe(p_));
+  } else {
     SkipScalar(field);
+  }
+}
+
+void TextCursor::SkipMessage(std::string_view field, int depth) {
+  if (depth == kMaxSkipDepth) Fail(p_, "nesting deeper than 100 levels");
+  const char* open_at = p_;
+  const char closer = *p_ == '{' ? '}' : '>';
+  ++p_;
+  for (;;) {
+    SkipWhitespace();
+    if (p_ >= end_) {
+      Fail(open_at, "unbalanced '" + std::string(1, *open_at) + "': input ends inside field '" +
+                        std::string(field) + "'");
+    }
+    if (*p_ == closer) {
+      ++p_;
+      return;
+    }
+    if (*p_ == '}' || *p_ == '>') Fail(p_, std::string("expected '") + closer + "', got '" + *p_ + "'");
+    const std::string_view name = FieldName();
+    SkipFieldValue(name, depth + 1);
+    SkipFieldSeparator();
+  }
+}
+
+void TextCursor::SkipList(std::string_view field, int depth) {
+  const char* open_at = p_;
+  ++p_;
+  SkipWhitespace();
+  if (peek() == ']') {
+    ++p_;
     return;
   }
-  // Balanced skip of a message or list: only brackets and string literals matter.
-  char closers[kMaxSkipDepth];
-  int depth = 0;
-  const char* open_at = p_;
-  do {
-    if (p_ >= end_) Fail(open_at, "unbalanced '" + std::string(1, *open_at) + "': input ends inside field '" + std::string(field) + "'");
-    const char ch = *p_;
-    switch (ch) {
-      case '{': case '<': case '[':
-        if (depth == kMaxSkipDepth) Fail(p_, "nesting deeper than 100 levels");
-        closers[depth++] = ch == '{' ? '}' : ch == '<' ? '>' : ']';
-        ++p_;
-        break;
-      case '}': case '>': case ']':
-        if (closers[depth - 1] != ch) {
-          Fail(p_, std::string("expected '") + closers[depth - 1] + "', got '" + ch + "'");
-        }
-        --depth;
-        ++p_;
-        break;
-      case '"': case '\'':
-        SkipStringLiteral();
-        break;
-      case '#': {
-        const void* nl = std::memchr(p_, '\n', static_cast<size_t>(end_ - p_));
-        p_ = nl ? static_cast<const char*>(nl) + 1 : end_;
-        break;
-      }
-      default:
-        ++p_;
+  for (;;) {
+    SkipWhitespace();
+    const char c = peek();
+    if (c == '{' || c == '<') {
+      SkipMessage(field, depth);
+    } else {
+      SkipScalar(field);
     }
-  } while (depth > 0);
+    SkipWhitespace();
+    if (p_ >= end_) {
+      Fail(open_at, "unbalanced '[': input ends inside field '" + std::string(field) + "'");
+    }
+    if (*p_ == ']') {
+      ++p_;
+      return;
+    }
+    if (*p_ != ',') {
+      Fail(p_, "expected ',' or ']' in the list of field '" + std::string(field) + "', got " +
+                   Describe(p_));
+    }
+    ++p_;
+  }
 }
 
 }  // namespace tracecore

@@ -227,8 +227,9 @@ class TextCursor {
   // literal needs no unescaping, else of `scratch`.
   std::string_view String(std::string_view field, std::string* scratch);
 
-  // Skips one field's value (after its name): a scalar, a list or a nested message, using the
-  // balanced structure only. Used for fields tracecore does not know.
+  // Skips one field's value (after its name): a scalar, a list or a nested message, checking
+  // the text format's grammar as protobuf does (field names, colons, list commas), at most 100
+  // messages deep. Used for fields tracecore does not know.
   void SkipValue(std::string_view field);
 
   // A repeated field: calls `element()` for a single value, or once per element of a
@@ -268,6 +269,9 @@ class TextCursor {
   }
 
  private:
+  void SkipFieldValue(std::string_view field, int depth);
+  void SkipMessage(std::string_view field, int depth);
+  void SkipList(std::string_view field, int depth);
   void SkipWhitespaceSlow();
   void ExpectColonSlow(std::string_view field);
   char OpenMessageSlow(std::string_view field);

@@ -344,6 +344,7 @@ void TextParser::NodeExecStats(int32_t device_index) {
   const int64_t event_id = b_.BeginEvent();
   EventFields e;
   int32_t output_index = 0;
+  const char* label_at = nullptr;
   Message("node_stats", [&](auto& f) {
     // Most frequent first.
     if (f.Is("node_name")) {
@@ -360,7 +361,12 @@ void TextParser::NodeExecStats(int32_t device_index) {
     } else if (f.Is("timeline_label")) {
       c_.ExpectColon(f);
       c_.SkipWhitespaceBeforeValue();
-      // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned).
+      // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned);
+      // one that a later label replaces is never interned: checked here (rare).
+      if (e.has_label && !StringPool::IsValidUtf8(e.label)) {
+        c_.Fail(label_at, "string is not valid UTF-8 in field 'timeline_label'");
+      }
+      label_at = c_.pos();
       std::string_view label = c_.String(f, &scratch_);
       if (label.data() < c_.begin() || label.data() > c_.end()) {
         // Unescaped into the shared scratch: keep a copy of its own.
