@@ -1,6 +1,7 @@
 // Shared body of the tracecore fuzz targets (libFuzzer or the standalone driver).
 //
-// One input is parsed with tracecore::ParseTrace from a heap buffer (MappedFile::FromBuffer).
+// One input is parsed with tracecore::OpenTrace (gzip, then the format registry's ParseTrace)
+// from a heap buffer (MappedFile::FromBuffer).
 //   * tracecore::TraceFormatError is the expected outcome for bad input: the input is dropped.
 //   * Any other exception escaping the parser is a finding (std::length_error / std::bad_alloc
 //     included: the inputs are small, so resource limits must never be hit): the harness prints
@@ -36,6 +37,7 @@
 #include "arrow/arrow_export.h"
 #include "core/error.h"
 #include "open/format_registry.h"
+#include "open/open_trace.h"
 #include "io/mapped_file.h"
 #include "query/queries.h"
 #include "tables/table_views.h"
@@ -275,7 +277,8 @@ inline std::shared_ptr<TraceTables> ParseOrNull(const tracecore::MappedFile& fil
   options.format = format;
   options.threads = threads;
   try {
-    return tracecore::ParseTrace(file, options);
+    // OpenTrace: gzip inputs (fuzzed bytes starting 1f 8b) are decompressed, then parsed.
+    return tracecore::OpenTrace(file, options);
   } catch (const tracecore::TraceFormatError& e) {
     // (The message may quote non-UTF-8 input bytes: the binding decodes it with
     // backslashreplace; tests/test_robustness.py checks the Python side.)

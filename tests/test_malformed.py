@@ -1063,10 +1063,6 @@ def test_truncated_gzip_is_a_format_error(tmp_path):
             tracecore.open(path)
 
 
-if __name__ == "__main__":
-    raise SystemExit(_child_main(sys.argv[1]))
-
-
 def test_a_replaced_timeline_label_is_still_validated():
     # Found by review (issue "nothing crashes ..." item 7): a label that a second label of the
     # same node_stats replaces was never interned, so its invalid UTF-8 passed unnoticed where
@@ -1122,3 +1118,30 @@ def test_well_formed_unknown_fields_are_skipped_and_counted(tmp_path):
     t = tracecore.open(path)
     assert t.events["node_name"].to_pylist() == ["a"]
     assert t.stats["unknown_fields"] == 4
+
+
+
+def test_corrupt_gzip_errors_say_where():
+    # The gzip data is decompressed by the core: an error in it names the byte offset in the
+    # compressed file (Python's gzip module gave none), an error in the decompressed trace its
+    # line and column there.
+    import gzip
+
+    import tracecore
+
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore.open(REG / "gzip_corrupt_block.pbtxt.gz")  # one byte of a deflate block flipped
+    assert info.value.offset == 76
+    assert "byte offset 76 of the gzip data: the literal/length code is incomplete" in str(
+        info.value
+    )
+    data = gzip.compress(b"dev_stats {\n  device: 12x\n}\n", mtime=0)
+    with pytest.raises(tracecore.TraceFormatError) as info:
+        tracecore._core.open_bytes(data, "auto", 1)
+    assert (info.value.line, info.value.column) == (2, 11)
+    assert str(info.value).endswith(
+        "expected a string for field 'device', got '12x' (in the decompressed gzip data)"
+    )
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main(sys.argv[1]))

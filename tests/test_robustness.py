@@ -996,6 +996,8 @@ REGRESSION_NOTES = {
     "Expected identifier or number)",
     "unknown_field_list_without_commas.pbtxt": "text_cursor.cc SkipValue: 'foo: [1 2 3]' "
     "accepted (protobuf: 5:13 Expected \",\")",
+    "gzip_corrupt_block.pbtxt.gz": "parsing.py: Python's gzip module reported a corrupt "
+    "deflate block without its offset (now decompressed by the core: byte offset 76)",
     "query_devices_without_events.pb": "group_stats.cc: with no rows the category column is "
     "an empty vector's null data(), so no per-category sums were made and op_stats(by='device') "
     "read category_ns[g * 2] past the end (UBSan: reference binding to null pointer)",

@@ -11,6 +11,7 @@
 #include "bindings.h"
 #include "core/error.h"
 #include "open/format_registry.h"
+#include "open/open_trace.h"
 #include "io/mapped_file.h"
 #include "tables/table_views.h"
 
@@ -69,7 +70,7 @@ PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format
   options.threads = threads;
   const auto start = std::chrono::steady_clock::now();
   PyTrace trace;
-  trace.tables = ParseTrace(*file, options);
+  trace.tables = OpenTrace(*file, options);
   trace.parse_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return trace;
@@ -165,7 +166,7 @@ void RegisterTrace(py::module_& m) {
         return Parse(MappedFile::Open(path), format, threads);
       },
       py::arg("path"), py::arg("format") = "auto", py::arg("threads") = 0,
-      "Memory-maps and parses a trace file.");
+      "Memory-maps and parses a trace file (gzip data is decompressed first).");
   m.def(
       "open_bytes",
       [](py::bytes data, const std::string& format, int threads) {
@@ -174,7 +175,7 @@ void RegisterTrace(py::module_& m) {
         return Parse(file, format, threads);
       },
       py::arg("data"), py::arg("format") = "auto", py::arg("threads") = 0,
-      "Parses a trace held in memory (e.g. decompressed .gz data).");
+      "Parses a trace held in memory (gzip data is decompressed first).");
 }
 
 }  // namespace tracecore::bindings

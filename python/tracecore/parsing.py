@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins
 import errno
-import gzip
 import os
 import stat
 import zlib
@@ -17,6 +16,8 @@ from .traceinfo import SourceFile
 
 FORMATS = ("auto", "text", "binary")
 _GZIP_MAGIC = b"\x1f\x8b"
+# How the core ends the message of an error in decompressed gzip data (open_trace.h).
+_IN_GZIP = " (in the decompressed gzip data)"
 # How much of a file's start is read to explain a parse error (and what format detection reads).
 _HEAD_BYTES = 65536
 # Files that are certainly not trace dumps, by their first bytes.
@@ -87,12 +88,15 @@ def _reraise_with_path(error: TraceFormatError, path: str) -> TraceFormatError:
     return located
 
 
-def _read_gzip(path: str) -> bytes:
-    try:
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    except (OSError, EOFError, zlib.error) as e:
-        raise TraceFormatError(f"corrupt or truncated gzip data ({e})") from None
+def _gzip_head(path: str) -> bytes:
+    """The first decompressed bytes of a gzip file (to explain an error in its data), or b""
+    when they cannot be had."""
+    inflater = zlib.decompressobj(wbits=31)
+    with builtins.open(path, "rb") as f:
+        try:
+            return inflater.decompress(f.read(1 << 20), _HEAD_BYTES)
+        except zlib.error:
+            return b""
 
 
 def check_regular_file(path: str) -> None:
@@ -129,17 +133,10 @@ def parse_core(
     label = f"parsing {os.path.basename(path)}"
     try:
         with Progress(label, st.st_size, enabled=progress):
-            if head[:2] == _GZIP_MAGIC:
-                data = _read_gzip(path)
-                head = data[:_HEAD_BYTES]
-                try:
-                    core = _core.open_bytes(data, format, threads)
-                finally:
-                    # An error's traceback keeps this frame (open_many keeps the errors): not
-                    # the whole decompressed file with it.
-                    del data
-            else:
-                core = _core.open_file(os.fsencode(path), format, threads)
+            # gzip data is decompressed by the core, into memory the parse reads in place.
+            core = _core.open_file(os.fsencode(path), format, threads)
     except TraceFormatError as e:
+        if head[:2] == _GZIP_MAGIC and str(e).endswith(_IN_GZIP):
+            head = _gzip_head(path)
         raise _reraise_with_path(_explained(e, head, format), path) from None
     return core, SourceFile(os.path.abspath(path), st.st_size, st.st_mtime_ns)

@@ -137,6 +137,15 @@ std::shared_ptr<MappedFile> MappedFile::FromBuffer(std::string bytes) {
   return file;
 }
 
+std::shared_ptr<MappedFile> MappedFile::FromMemory(const char* data, size_t size,
+                                                   std::shared_ptr<const void> owner) {
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  file->owner_ = std::move(owner);
+  file->data_ = data;
+  file->size_ = size;
+  return file;
+}
+
 MappedFile::~MappedFile() {
   if (guard_slot_ >= 0) {
     g_slot_begin[guard_slot_].store(0, std::memory_order_release);

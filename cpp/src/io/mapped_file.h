@@ -1,5 +1,6 @@
 // An owned, read-only view of a whole input: a memory mapping of a file, or a heap buffer where
-// mapping is impossible (decompressed .gz data, bytes handed over from Python).
+// mapping is impossible (bytes handed over from Python), or memory another object owns (the
+// mapping decompressed data was written into).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,10 @@ class MappedFile {
   static std::shared_ptr<MappedFile> Open(const std::string& path);
   // Takes ownership of bytes already in memory.
   static std::shared_ptr<MappedFile> FromBuffer(std::string bytes);
+  // A view of [data, data + size) that keeps `owner` (what holds those bytes, e.g. the mapping
+  // decompressed data was written into) alive as long as the view.
+  static std::shared_ptr<MappedFile> FromMemory(const char* data, size_t size,
+                                                std::shared_ptr<const void> owner);
 
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -49,6 +54,7 @@ class MappedFile {
   uint64_t device_ = 0, inode_ = 0;  // of the mapped file, to tell it from a replacement
   std::string path_;
   std::string heap_;
+  std::shared_ptr<const void> owner_;
 };
 
 }  // namespace tracecore
