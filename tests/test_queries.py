@@ -800,3 +800,47 @@ def test_query_arguments_are_checked(seeds):
             t.replay(source=source, allocator=["cpu"])
         peaks = t.replay(source=source, allocator="GPU_0_bfc").peaks
         assert peaks["allocator"].to_pylist() == ["GPU_0_bfc"]
+
+
+# --------------------------------------------------------------------------------------------
+# Output budgets: pairs and time bins are not bounded by the input
+def test_occupancy_bins_past_the_budget_are_refused_before_any_is_made() -> None:
+    # occupancy(bin_ns=1) of the 1.45 MB sample used to build 91 M rows (3 GB, 15 s).
+    t = tracecore.open(tracecore.sample_path())
+    with pytest.raises(ValueError) as e:
+        t.occupancy(bin_ns=1)
+    assert str(e.value) == (
+        "occupancy(bin_ns=1) would make 91098000 rows of 32 bytes, over the output budget of "
+        "1073741824 bytes (13014000 bins x 7 device blocks; choose a larger bin_ns, or raise "
+        "max_output_bytes)"
+    )
+    rows = t.occupancy(bin_ns=1000).num_rows
+    assert rows == 91098
+    assert t.occupancy(bin_ns=1000, max_output_bytes=32 * rows).num_rows == rows
+    with pytest.raises(ValueError, match="would make 91098 rows of 32 bytes"):
+        t.occupancy(bin_ns=1000, max_output_bytes=32 * rows - 1)
+    with pytest.raises(TypeError, match="max_output_bytes must be an int"):
+        t.occupancy(bin_ns=1000, max_output_bytes=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_output_bytes must be a number of bytes"):
+        t.occupancy(bin_ns=1000, max_output_bytes=-1)
+
+
+def test_overlaps_stop_at_the_budget() -> None:
+    t = tracecore.open(tracecore.sample_path())
+    pairs = t.overlaps(same_device=False)
+    n = pairs.num_rows
+    assert n == 3071
+    assert t.overlaps(same_device=False, max_output_bytes=24 * n).equals(pairs)
+    with pytest.raises(ValueError) as e:
+        t.overlaps(same_device=False, max_output_bytes=24 * n - 1)
+    assert str(e.value) == (
+        f"overlaps would make more than {n - 1} rows of 24 bytes, over the output budget of "
+        f"{24 * n - 1} bytes (narrow left/right, or use same_device=True, or raise "
+        f"max_output_bytes)"
+    )
+    left = np.zeros(len(t), dtype=bool)
+    left[:10] = True
+    joined = t.overlaps(left, ~left, same_device=False)
+    assert t.overlaps(left, ~left, same_device=False, max_output_bytes=24 * joined.num_rows).equals(
+        joined
+    )

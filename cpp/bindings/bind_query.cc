@@ -64,18 +64,20 @@ uint32_t AllocatorId(const PyTrace& trace, const std::optional<std::string>& all
 void RegisterQueries(py::module_& m) {
   m.def(
       "overlaps",
-      [](const PyTrace& trace, std::optional<Mask> left, std::optional<Mask> right, bool same_device) {
+      [](const PyTrace& trace, std::optional<Mask> left, std::optional<Mask> right, bool same_device,
+         uint64_t max_output_bytes) {
         const size_t n = trace.tables->events.size();
         const uint8_t* l = MaskData(left, n, "left");
         const uint8_t* r = MaskData(right, n, "right");
         query::PairTable result;
         {
           py::gil_scoped_release release;
-          result = query::Overlaps(*trace.tables, l, r, same_device);
+          result = query::Overlaps(*trace.tables, l, r, same_device, max_output_bytes);
         }
         return Export(trace, std::move(result));
       },
-      py::arg("trace"), py::arg("left"), py::arg("right"), py::arg("same_device"));
+      py::arg("trace"), py::arg("left"), py::arg("right"), py::arg("same_device"),
+      py::arg("max_output_bytes") = query::kDefaultMaxOutputBytes);
 
   m.def(
       "window",
@@ -97,12 +99,12 @@ void RegisterQueries(py::module_& m) {
 
   m.def(
       "occupancy",
-      [](const PyTrace& trace, std::optional<int64_t> bin_ns) -> py::tuple {
+      [](const PyTrace& trace, std::optional<int64_t> bin_ns, uint64_t max_output_bytes) -> py::tuple {
         if (bin_ns) {
           query::OccupancyBinsTable result;
           {
             py::gil_scoped_release release;
-            result = query::OccupancyBins(*trace.tables, *bin_ns);
+            result = query::OccupancyBins(*trace.tables, *bin_ns, max_output_bytes);
           }
           return Export(trace, std::move(result));
         }
@@ -113,7 +115,9 @@ void RegisterQueries(py::module_& m) {
         }
         return Export(trace, std::move(result));
       },
-      py::arg("trace"), py::arg("bin_ns"));
+      py::arg("trace"), py::arg("bin_ns"), py::arg("max_output_bytes") = query::kDefaultMaxOutputBytes);
+
+  m.attr("DEFAULT_MAX_OUTPUT_BYTES") = query::kDefaultMaxOutputBytes;
 
   m.def(
       "replay",

@@ -47,6 +47,16 @@ def display_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def check_budget(value: object, what: str = "max_output_bytes") -> int:
+    """A memory budget in bytes: a non-negative int (up to 2^64 - 1)."""
+    n = as_int(value)
+    if n is None:
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 <= n < 1 << 64:
+        raise ValueError(f"{what} must be a number of bytes from 0 to 2**64 - 1, not {n}")
+    return n
+
+
 def check_threads(threads: object, what: str = "threads") -> int:
     """``threads`` checked (an int >= 0) and capped at a value the core accepts."""
     value = as_int(threads)

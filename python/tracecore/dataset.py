@@ -340,13 +340,20 @@ class TraceSet(TableAttributes):
         )
 
     def occupancy(
-        self, *, by: str = "device", bin_ns: int | None = None, per: str = "trace"
+        self,
+        *,
+        by: str = "device",
+        bin_ns: int | None = None,
+        per: str = "trace",
+        max_output_bytes: int = _core.DEFAULT_MAX_OUTPUT_BYTES,
     ) -> pa.Table:
         """:meth:`Trace.occupancy` of every trace with trace_id, rank, step (``bin_start_ns``
         aligned). ``per="rank"`` / ``"step"`` / ``"all"`` (without bins): summed per device
         string: n_events, busy_ns, span_ns and idle_gaps summed, utilization = busy/span,
-        max_concurrency the max."""
-        table = self.map(lambda t: t.occupancy(by=by, bin_ns=bin_ns))
+        max_concurrency the max. ``max_output_bytes``: per trace, as in :meth:`Trace.occupancy`."""
+        table = self.map(
+            lambda t: t.occupancy(by=by, bin_ns=bin_ns, max_output_bytes=max_output_bytes)
+        )
         if bin_ns is not None:
             if per != "trace":
                 raise ValueError("occupancy with bin_ns is per trace; use per='trace'")

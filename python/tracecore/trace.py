@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from . import _core
 from ._arrow import array, table_from_capsules
-from .checks import check_flag, check_ns
+from .checks import check_budget, check_flag, check_ns
 from .replay import MemoryReplay, replay
 from .traceinfo import SourceFile, TraceInfo
 
@@ -237,7 +237,12 @@ class Trace(TableAttributes):
         return mask
 
     def overlaps(
-        self, left: Any = None, right: Any = None, *, same_device: bool = True
+        self,
+        left: Any = None,
+        right: Any = None,
+        *,
+        same_device: bool = True,
+        max_output_bytes: int = _core.DEFAULT_MAX_OUTPUT_BYTES,
     ) -> pa.Table:
         """Pairs of events whose ``[start_ns, end_ns)`` intervals overlap.
 
@@ -246,6 +251,9 @@ class Trace(TableAttributes):
         all events): every ordered pair ``(l, r)``, ``l != r``, that overlaps. ``same_device``
         keeps only pairs in the same device block. Returns ``left, right, overlap_ns`` sorted by
         (left, right).
+
+        The pairs can outnumber the events quadratically: past ``max_output_bytes`` (24 bytes
+        per pair; 1 GiB by default) a ValueError says so instead of taking the memory.
 
         Example: GPU kernels overlapping a memcpy::
 
@@ -259,7 +267,10 @@ class Trace(TableAttributes):
         if r_mask is not None and l_mask is None:
             l_mask = np.ones(len(self), dtype=np.uint8)
         same_device = check_flag(same_device, "same_device")
-        return table_from_capsules(_core.overlaps(self._ensure_core(), l_mask, r_mask, same_device))
+        max_output_bytes = check_budget(max_output_bytes)
+        return table_from_capsules(
+            _core.overlaps(self._ensure_core(), l_mask, r_mask, same_device, max_output_bytes)
+        )
 
     def window(self, start_ns: int, end_ns: int) -> pa.Array:
         """Ids (ascending) of the events active in ``[start_ns, end_ns)``: those with
@@ -273,10 +284,18 @@ class Trace(TableAttributes):
         end_ns = check_ns(end_ns, "end_ns")
         return array(_core.window(self._ensure_core(), start_ns, end_ns), pa.int64())
 
-    def occupancy(self, *, by: str = "device", bin_ns: int | None = None) -> pa.Table:
+    def occupancy(
+        self,
+        *,
+        by: str = "device",
+        bin_ns: int | None = None,
+        max_output_bytes: int = _core.DEFAULT_MAX_OUTPUT_BYTES,
+    ) -> pa.Table:
         """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
         ``utilization``, ``max_concurrency`` and ``idle_gaps``; with ``bin_ns``, the busy fraction
-        of every time bin (a utilization timeline)."""
+        of every time bin (a utilization timeline): one row per device block and bin, 32 bytes
+        each, refused with a ValueError before any is made when they would pass
+        ``max_output_bytes`` (1 GiB by default)."""
         if by != "device":
             raise ValueError(
                 f"occupancy is computed per device block; by must be 'device', not {by!r}"
@@ -285,7 +304,8 @@ class Trace(TableAttributes):
             bin_ns = check_ns(bin_ns, "bin_ns")
             if bin_ns <= 0:
                 raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
-        return table_from_capsules(_core.occupancy(self._ensure_core(), bin_ns))
+        max_output_bytes = check_budget(max_output_bytes)
+        return table_from_capsules(_core.occupancy(self._ensure_core(), bin_ns, max_output_bytes))
 
     def replay(
         self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None

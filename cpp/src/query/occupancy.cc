@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "core/parallel.h"
 #include "query/queries.h"
@@ -91,7 +92,20 @@ OccupancyTable Occupancy(const TraceTables& t) {
   return out;
 }
 
-OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns) {
+namespace {
+
+std::string Decimal(__int128 v) {  // v >= 0; may pass 2^64 (bins x devices)
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v > 0);
+  return digits;
+}
+
+}  // namespace
+
+OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns, uint64_t max_output_bytes) {
   if (bin_ns <= 0) throw std::invalid_argument("bin_ns must be positive");
   CheckQueryable(t.events);
   OccupancyBinsTable out;
@@ -106,9 +120,12 @@ OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns) {
   __int128 n_bins = (range + bin_ns - 1) / bin_ns;
   if (n_bins < 1) n_bins = 1;
   const __int128 rows = n_bins * static_cast<__int128>(t.devices.size());
-  if (rows > 100000000) {
-    throw std::invalid_argument("bin_ns too small: " + std::to_string(static_cast<long long>(n_bins)) +
-                                " bins per device (choose a larger bin)");
+  constexpr uint64_t kRowBytes = 32;  // device_index, device, bin_start_ns, busy_ns, fraction
+  if (rows > static_cast<__int128>(max_output_bytes / kRowBytes)) {
+    ThrowOverBudget("occupancy(bin_ns=" + std::to_string(bin_ns) + ")",
+                    Decimal(rows), kRowBytes, max_output_bytes,
+                    Decimal(n_bins) + " bins x " + std::to_string(t.devices.size()) +
+                        " device blocks; choose a larger bin_ns");
   }
   const size_t nb = static_cast<size_t>(n_bins);
   std::vector<Interval> items, scratch;

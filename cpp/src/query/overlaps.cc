@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,26 +19,50 @@ struct Pair {
   int64_t overlap;
 };
 
+constexpr uint64_t kPairRowBytes = 24;  // left, right, overlap_ns
+
+// The pairs found so far by every worker, against the budget: added once per scanned interval
+// (not per pair), so a worker passes the budget by at most one interval's pairs.
+class RowCounter {
+ public:
+  explicit RowCounter(uint64_t max_output_bytes)
+      : max_bytes_(max_output_bytes), max_rows_(max_output_bytes / kPairRowBytes) {}
+  void Add(size_t n) {
+    if (n == 0) return;
+    if (rows_.fetch_add(n, std::memory_order_relaxed) + n > max_rows_) {
+      ThrowOverBudget("overlaps", "more than " + std::to_string(max_rows_),
+                      kPairRowBytes, max_bytes_,
+                      "narrow left/right, or use same_device=True");
+    }
+  }
+
+ private:
+  std::atomic<uint64_t> rows_{0};
+  uint64_t max_bytes_, max_rows_;
+};
+
 inline int64_t OverlapLength(const Interval& a, const Interval& b) {
   return CheckedSub(std::min(a.end, b.end), std::max(a.start, b.start), "overlap_ns");
 }
 
 // Every unordered overlapping pair of one set sorted by (start, end, id). With that order, every
 // later item whose start is before an item's end overlaps it, so the scan is output-sensitive.
-void SelfPairs(const std::vector<Interval>& s, std::vector<Pair>* out) {
+void SelfPairs(const std::vector<Interval>& s, std::vector<Pair>* out, RowCounter* rows) {
   for (size_t i = 0; i < s.size(); ++i) {
     const Interval& a = s[i];
+    const size_t before = out->size();
     for (size_t j = i + 1; j < s.size() && s[j].start < a.end; ++j) {
       const Interval& b = s[j];
       const uint32_t lo = std::min(a.id, b.id), hi = std::max(a.id, b.id);
       out->push_back(Pair{(uint64_t{lo} << 32) | hi, OverlapLength(a, b)});
     }
+    rows->Add(out->size() - before);
   }
 }
 
 // Every ordered pair (l in L, r in R, l != r) that overlaps; both sorted by (start, end, id).
 void JoinPairs(const std::vector<Interval>& L, const std::vector<Interval>& R,
-               std::vector<Pair>* out) {
+               std::vector<Pair>* out, RowCounter* rows) {
   auto emit = [&](const Interval& l, const Interval& r) {
     if (l.id != r.id) out->push_back(Pair{(uint64_t{l.id} << 32) | r.id, OverlapLength(l, r)});
   };
@@ -45,21 +72,25 @@ void JoinPairs(const std::vector<Interval>& L, const std::vector<Interval>& R,
       return r.start < s;
     });
     while (it != R.end() && it->start == l.start && it->end == l.start) ++it;
+    const size_t before = out->size();
     for (; it != R.end() && it->start < l.end; ++it) emit(l, *it);
+    rows->Add(out->size() - before);
   }
   // l starting strictly after r.
   for (const Interval& r : R) {
     auto it = std::upper_bound(L.begin(), L.end(), r.start, [](int64_t s, const Interval& l) {
       return s < l.start;
     });
+    const size_t before = out->size();
     for (; it != L.end() && it->start < r.end; ++it) emit(*it, r);
+    rows->Add(out->size() - before);
   }
 }
 
 }  // namespace
 
 PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* right,
-                   bool same_device) {
+                   bool same_device, uint64_t max_output_bytes) {
   const EventTable& e = t.events;
   CheckQueryable(e);
   // The ranges of events searched: each device block (its events are contiguous in file order,
@@ -84,15 +115,16 @@ PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* rig
   std::vector<Buffers> buffers(WorkerCount(order.size(), parallel));
   std::vector<std::vector<Pair>> pairs(ranges.size());
   const bool self = left == nullptr && right == nullptr;
+  RowCounter rows(max_output_bytes);
   ForEachMaybeParallel(order.size(), parallel, [&](size_t q, size_t w) {
     const size_t k = order[q];
     Buffers& buf = buffers[w];
     SortedIntervals(e, ranges[k].first, ranges[k].second, left, &buf.a, &buf.scratch);
     if (self) {
-      SelfPairs(buf.a, &pairs[k]);
+      SelfPairs(buf.a, &pairs[k], &rows);
     } else {
       SortedIntervals(e, ranges[k].first, ranges[k].second, right, &buf.b, &buf.scratch);
-      JoinPairs(buf.a, buf.b, &pairs[k]);
+      JoinPairs(buf.a, buf.b, &pairs[k], &rows);
     }
     RadixSort(pairs[k].data(), pairs[k].size(), buf.pair_scratch, [](const Pair& p) { return p.key; });
   });
@@ -145,6 +177,14 @@ std::vector<int64_t> IntervalIndex::Window(int64_t start_ns, int64_t end_ns) con
   }
   std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+void ThrowOverBudget(const std::string& query, const std::string& rows, uint64_t row_bytes,
+                     uint64_t max_output_bytes, const std::string& advice) {
+  throw std::invalid_argument(query + " would make " + rows + " rows of " +
+                              std::to_string(row_bytes) + " bytes, over the output budget of " +
+                              std::to_string(max_output_bytes) + " bytes (" + advice +
+                              ", or raise max_output_bytes)");
 }
 
 }  // namespace tracecore::query

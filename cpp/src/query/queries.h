@@ -12,11 +12,17 @@
 
 namespace tracecore::query {
 
+// The memory budget of a query whose output is not bounded by its input (overlapping pairs,
+// time bins): the output table's bytes (rows times the row's width). A query that would pass
+// it throws std::invalid_argument saying so, before allocating (time bins) or as soon as the
+// count passes it (pairs: computing them holds at most 16 bytes per row more).
+constexpr uint64_t kDefaultMaxOutputBytes = uint64_t{1} << 30;  // 1 GiB
+
 // Overlapping event pairs. `left` / `right`: one byte per event (non-zero = in the set), or null
 // for "all events". With both null every unordered pair is reported once (left < right);
-// otherwise every ordered pair (l, r), l != r. Sorted by (left, right).
+// otherwise every ordered pair (l, r), l != r. Sorted by (left, right). 24 bytes per row.
 PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* right,
-                   bool same_device);
+                   bool same_device, uint64_t max_output_bytes = kDefaultMaxOutputBytes);
 
 // Events sorted by start with a running maximum of end: answers "what is active in [a, b)".
 class IntervalIndex {
@@ -33,7 +39,14 @@ class IntervalIndex {
 };
 
 OccupancyTable Occupancy(const TraceTables& t);
-OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns);
+// 32 bytes per row (one per device block and bin).
+OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns,
+                                 uint64_t max_output_bytes = kDefaultMaxOutputBytes);
+
+// The error of a query whose output would pass its budget.
+[[noreturn]] void ThrowOverBudget(const std::string& query, const std::string& rows,
+                                  uint64_t row_bytes, uint64_t max_output_bytes,
+                                  const std::string& advice);
 
 struct Replay {
   ReplayTimeline timeline;
