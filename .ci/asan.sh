@@ -15,6 +15,10 @@
 #      string_equal_check: the string pool's wide compares against a plain one,
 #      column_arena_check: the column arena's slabs (layout, page release, unmapping, threads),
 #      column_room_check: the room the parse reserves for its columns (measured rates, caps);
+#  3c. builds the C++ unit tests (cpp/tests) with -DTRACECORE_SANITIZE=ON (the same
+#      -fsanitize=address,undefined, no UBSan recovery) and runs them with ctest: their small
+#      inputs reach error paths and corner cases the seeds may not (about 16 CPU minutes, most
+#      of it compiling: 8 to 10 minutes on 2 idle cores);
 #  4. runs a short fuzz campaign (TRACECORE_ASAN_FUZZ_SECONDS per target, default 25, targets
 #     text binary queries auto json tfevents inflate xspace: about 4 minutes) with fuzz/run_fuzz.sh;
 #  5. optionally (TRACECORE_ASAN_PYTEST=1) builds the Python extension with
@@ -100,6 +104,16 @@ step "column_arena_check (the column arena's slabs: layout, release, unmapping, 
   "$build/column_arena_check"
 step "column_room_check (the columns' room: measured rates, caps, no doubling)" \
   "$build/column_room_check"
+asan_unit_tests() {
+  local units="$build/units"
+  cmake -S . -B "$units" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTRACECORE_SANITIZE=ON -DTRACECORE_BUILD_TESTS=ON >"$units.configure.log" 2>&1 \
+    || { cat "$units.configure.log"; return 1; }
+  cmake --build "$units" -j "$(nproc 2>/dev/null || echo 2)" >"$units.build.log" 2>&1 \
+    || { tail -60 "$units.build.log"; return 1; }
+  ctest --test-dir "$units" --output-on-failure -j 2
+}
+step "C++ unit tests (cpp/tests) under ASan+UBSan" asan_unit_tests
 # Bounded: each target stops after fuzz_seconds; run_fuzz.sh exits 1 on any finding.
 step "short fuzz campaign (${fuzz_seconds}s per target)" \
   fuzz/run_fuzz.sh -t "$fuzz_seconds" -b "$build" -s "$repo" -o "$build/campaign" text binary queries auto json tfevents inflate xspace
