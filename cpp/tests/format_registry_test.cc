@@ -67,8 +67,8 @@ TEST(FormatRegistry, EverythingElseIsTakenForTheWireFormat) {
   // JSON starts with '{' or '[' followed by no text field: not text, so the format of last
   // resort (tracecore reads no JSON through this registry).
   EXPECT_TRUE(DetectFormat("{\"traceEvents\": []}") == Format::kStepStatsBinary);
-  // gzip is decompressed by the caller (python/tracecore/parsing.py) before detection: the
-  // core takes its magic bytes for no other format.
+  // gzip is decompressed before detection, by OpenTrace (open/open_trace.h, tested in
+  // open_trace_test.cc): the registry takes its magic bytes for no other format.
   EXPECT_TRUE(DetectFormat(std::string("\x1f\x8b\x08\x00", 4)) == Format::kStepStatsBinary);
 }
 
