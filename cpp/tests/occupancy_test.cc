@@ -85,11 +85,16 @@ TEST(Occupancy, PeriodsAcrossBinEdges) {
 TEST(Occupancy, BadBinsAndEmptyTraces) {
   const auto t = ReadText(kTrace);
   EXPECT_THROW_WITH(OccupancyBins(*t, 0), std::invalid_argument, "bin_ns must be positive");
-  // 200 s of trace in bins of 1 ns: 199999000 bins, above the 10^8 rows allowed.
+  // 200 ms of trace in bins of 1 ns: 199999000 rows of 32 bytes, past the 1 GiB default budget;
+  // exactly at a budget of 32 bytes per row they would be made (refused here before any is).
   const auto long_trace = ReadText(
       "dev_stats { node_stats { all_start_micros: 1 } node_stats { all_start_micros: 200000 } }");
   EXPECT_THROW_WITH(OccupancyBins(*long_trace, 1), std::invalid_argument,
-                    "bin_ns too small: 199999000 bins per device (choose a larger bin)");
+                    "occupancy(bin_ns=1) would make 199999000 rows of 32 bytes, over the output "
+                    "budget of 1073741824 bytes (199999000 bins x 1 device blocks");
+  EXPECT_EQ(OccupancyBins(*long_trace, 1000, 32 * 199999).busy_ns.size(), 199999u);
+  EXPECT_THROW_WITH(OccupancyBins(*long_trace, 1000, 32 * 199999 - 1), std::invalid_argument,
+                    "would make 199999 rows of 32 bytes");
   const auto empty = ReadText("dev_stats { device: \"/device:CPU:0\" }");
   EXPECT_EQ(OccupancyBins(*empty, 10).busy_ns.size(), 0u);  // no events: no bins
   const OccupancyTable o = Occupancy(*empty);
