@@ -20,9 +20,11 @@ the way) removes the entry and parses the file. The files are read into memory, 
 cache file truncated or rewritten while a trace uses its tables cannot fault the process. The
 check and the read cost one pass over the entry's bytes at memory speed (see bench/NOTES.md).
 
-Entries are written into a temporary directory that is renamed into place once complete, so a
-crash or a concurrent reader never sees half an entry. The cache is best effort: if it cannot
-be written the trace is still returned.
+Entries are written into a temporary directory ``.tmp-<pid>-<random>`` that is renamed into
+place once complete, so a crash or a concurrent reader never sees half an entry; the temporary
+directories of killed writers are removed by the next write (see
+:func:`.stored.remove_stale_temps`). The cache is best effort: if it cannot be written the
+trace is still returned.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,9 @@ from .parsing import parse_core
 from .stored import (
     compact_dictionaries,
     file_crc32c,
+    new_temp_dir,
     read_verified,
+    remove_stale_temps,
     trace_meta,
 )
 from .trace import Trace
@@ -52,6 +55,7 @@ from .trace import Trace
 MANIFEST = "manifest.json"
 # 2: files carry their CRC-32C.
 CACHE_LAYOUT_VERSION = 2
+TEMP_PREFIX = ".tmp-"
 
 
 def cache_dir() -> Path:
@@ -177,7 +181,8 @@ def _load(
 
 def _store(trace: Trace, root: Path, entry: Path, key: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+    remove_stale_temps(root, [TEMP_PREFIX])
+    tmp = new_temp_dir(root, TEMP_PREFIX)
     try:
         files = {}
         for name in trace.table_names:

@@ -8,15 +8,25 @@ first use by re-parsing the source file, but only if that file is still there wi
 mtime recorded when the tables were written; otherwise they raise
 :class:`SourceUnavailableError`.
 
-Stored files are verified (:func:`read_verified`, :func:`file_crc32c`): every file carries the
+Stored files are verified and written whole (:func:`read_verified`, :func:`file_crc32c`,
+:func:`new_temp_dir`, :func:`remove_stale_temps`, :func:`replace_dir`): every file carries the
 CRC-32C of its bytes, checked before a byte of it is decoded; files are read into memory, not
-mapped, so a file truncated or rewritten under a reader cannot fault it.
+mapped, so a file truncated or rewritten under a reader cannot fault it; a store is written into
+a temporary directory renamed into place as a whole, and the temporaries of killed writers are
+removed by the next write.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import os
-from collections.abc import Mapping
+import secrets
+import shutil
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +42,11 @@ if TYPE_CHECKING:
 #: Version of the metadata layout (``tracecore.json`` of a Parquet directory). 2: per-file sizes
 #: and CRC-32Cs ("files") and a checksum of the metadata itself.
 LAYOUT_VERSION = 2
+
+
+#: A temporary directory of a store whose writer cannot be told alive (no pid in its name, or
+#: another host's) is left alone for this long after its last change, then removed.
+STALE_TEMP_SECONDS = 60.0
 
 
 class ChecksumMismatchError(ValueError):
@@ -210,3 +225,113 @@ def read_verified(path: str | os.PathLike[str], size: int, crc32c: int) -> pa.Bu
             f"written): the file is corrupt"
         )
     return buf
+
+
+# --- whole-directory writes ----------------------------------------------------------------------
+
+
+def new_temp_dir(parent: Path, prefix: str) -> Path:
+    """A new directory ``parent/<prefix><pid>-<random>`` (the pid tells later writers whether
+    its writer is still alive, see :func:`remove_stale_temps`)."""
+    while True:
+        path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(6)}"
+        try:
+            path.mkdir(mode=0o755)
+        except FileExistsError:
+            continue
+        return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, someone else's
+        return True
+    return True
+
+
+def remove_stale_temps(parent: Path, prefixes: Iterable[str]) -> list[Path]:
+    """Removes the temporary directories ``<prefix><pid>-<random>`` in ``parent`` left by
+    killed writers; returns them. A directory is stale when its writer pid is dead, or (pid
+    unknown, or reused since) when it has not changed for :data:`STALE_TEMP_SECONDS`; ours and
+    those of live writers are kept, so concurrent writers are safe."""
+    removed: list[Path] = []
+    prefixes = tuple(prefixes)
+    try:
+        children = list(os.scandir(parent))
+    except OSError:
+        return removed
+    now = time.time()
+    for child in children:
+        prefix = next((p for p in prefixes if child.name.startswith(p)), None)
+        if prefix is None:
+            continue
+        pid_text = child.name[len(prefix) :].split("-", 1)[0]
+        pid = int(pid_text) if pid_text.isdigit() else None
+        if pid == os.getpid():
+            continue
+        try:
+            age = now - child.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if (pid is not None and not _pid_alive(pid)) or age > STALE_TEMP_SECONDS:
+            if child.is_dir(follow_symlinks=False):
+                shutil.rmtree(child.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(child.path)
+            removed.append(Path(child.path))
+    return removed
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swaps the directories ``a`` and ``b`` in one step (Linux renameat2 RENAME_EXCHANGE);
+    False where that is not available (other systems, some file systems)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    c_int, c_path = ctypes.c_int, ctypes.c_char_p
+    renameat2.argtypes = [c_int, c_path, c_int, c_path, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), os.fsdecode(b))
+
+
+def replace_dir(new: Path, target: Path, aside_prefix: str) -> None:
+    """Puts the complete directory ``new`` at ``target`` as a whole. An existing ``target`` is
+    swapped with ``new`` in one step where the system can (a reader sees the old directory or
+    the new one, never a mix, never none), else renamed aside to
+    ``<aside_prefix><pid>-<random>`` first (a reader may then find no directory for the moment
+    between the two renames); the old directory is then removed."""
+    if not os.path.lexists(target):
+        try:
+            os.rename(new, target)
+            return
+        except OSError as e:
+            # Created meanwhile by another writer: replace it like an existing one.
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+    if _exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # now the old directory
+        return
+    aside = target.parent / f"{aside_prefix}{os.getpid()}-{secrets.token_hex(6)}"
+    os.rename(target, aside)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.rename(aside, target)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
