@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 LAYOUT_VERSION = 2
 
 
-#: A temporary directory of a store whose writer cannot be told alive (no pid in its name, or
-#: another host's) is left alone for this long after its last change, then removed.
+#: A temporary directory of a store unchanged for this long is stale whatever pid its name
+#: gives (pids are reused; another host's cannot be checked). A writer adds a file to it per
+#: table, so a live writer's directory is kept unless one table takes longer than this to write.
 STALE_TEMP_SECONDS = 60.0
 
 
@@ -254,9 +255,9 @@ def _pid_alive(pid: int) -> bool:
 
 def remove_stale_temps(parent: Path, prefixes: Iterable[str]) -> list[Path]:
     """Removes the temporary directories ``<prefix><pid>-<random>`` in ``parent`` left by
-    killed writers; returns them. A directory is stale when its writer pid is dead, or (pid
-    unknown, or reused since) when it has not changed for :data:`STALE_TEMP_SECONDS`; ours and
-    those of live writers are kept, so concurrent writers are safe."""
+    killed writers; returns them. A directory is stale when its writer pid is dead, or when it
+    has not changed for :data:`STALE_TEMP_SECONDS`; this process's own are kept, and so are
+    those of live writers that are still adding files, so concurrent writers are safe."""
     removed: list[Path] = []
     prefixes = tuple(prefixes)
     try:
