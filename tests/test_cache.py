@@ -1,4 +1,4 @@
-"""The persisted index: open(path, cache=True) maps an unchanged file's tables from the cache,
+"""The persisted index: open(path, cache=True) reads an unchanged file's tables from the cache,
 reparses a changed one, and never serves stale or corrupt entries."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def test_second_open_maps_the_cache(seed1: Path, cache_root: Path) -> None:
+def test_second_open_reads_the_cache(seed1: Path, cache_root: Path) -> None:
     first = tracecore.open(seed1, cache=True)
     assert first._core is not None and "loaded_from" not in first.stats  # parsed
     [entry] = entries(cache_root)
@@ -69,10 +69,10 @@ def test_second_open_maps_the_cache(seed1: Path, cache_root: Path) -> None:
     assert (second.kind, second.format, second.source) == ("RunMetadata", "text", str(seed1))
     assert_same_tables(first, second)
     assert "from cache" in repr(second)
-    # Zero copy: the event columns live in a memory mapping of the cache file.
-    events_file = str(entry / "events.arrow")
+    # Read, not mapped (a cache file truncated later cannot fault the trace): no mapping of
+    # the cache files is left behind.
     with open("/proc/self/maps") as f:
-        assert any(line.rstrip().endswith(events_file) for line in f)
+        assert not any(str(entry) in line for line in f)
 
 
 def test_cached_trace_queries_reparse_the_unchanged_source(seed1: Path) -> None:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tracecore
-from tracecore import chrome, export
+from tracecore import chrome, export, parquet
 
 HERE = Path(__file__).resolve().parent
 SEED0 = HERE / "data" / "seed000_stepstats.pbtxt"
@@ -313,6 +313,10 @@ def test_open_dir_errors(tmp_path: Path) -> None:
     good = (out / "tracecore.json").read_text()
     meta = json.loads(good)
     meta["counts"]["events"] = 1
+    (out / "tracecore.json").write_text(json.dumps(meta))
+    with pytest.raises(tracecore.TraceFormatError, match="tracecore.json: the checksum does not"):
+        tracecore.open(out)
+    meta["checksum"] = parquet._meta_checksum(meta)  # a consistent but wrong count
     (out / "tracecore.json").write_text(json.dumps(meta))
     with pytest.raises(tracecore.TraceFormatError, match="292 rows where tracecore.json says 1"):
         tracecore.open(out)

@@ -360,3 +360,35 @@ def test_mutated_events_accepted_and_rejected_like_protobuf(
         assert lenient["records"] == len(payloads) - 1
         return
     assert_scan_matches(_core.tfevents_scan(data), data, expected)
+
+
+def test_crc32c_binding_matches_the_oracle(tmp_path: Path) -> None:
+    """_core.crc32c (the content checksum of the cache and Parquet export): the standard check
+    value, the pure-Python oracle at every length and alignment around the 8-byte and
+    three-stream blocks, chaining through `seed`, and any buffer read in place."""
+    import mmap
+
+    import pyarrow as pa
+
+    assert _core.crc32c(b"123456789") == 0xE3069283
+    assert _core.crc32c(b"") == 0
+    rng = random.Random(26)
+    data = rng.randbytes(5000)
+    for start in range(9):
+        for n in (0, 1, 7, 8, 9, 63, 64, 65, 255, 256, 257, 1000, 3000, 4991 - start):
+            piece = data[start : start + n]
+            assert _core.crc32c(piece) == oracle.crc32c(piece), (start, n)
+            cut = n // 3
+            assert _core.crc32c(piece[cut:], _core.crc32c(piece[:cut])) == oracle.crc32c(piece)
+    view = memoryview(data)[3:4000]
+    expected = oracle.crc32c(bytes(view))
+    assert _core.crc32c(view) == _core.crc32c(bytearray(view)) == expected
+    assert _core.crc32c(pa.py_buffer(bytes(view))) == expected
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert _core.crc32c(m) == oracle.crc32c(data)  # a read-only mapping, in place
+    with pytest.raises(ValueError, match="contiguous"):
+        _core.crc32c(memoryview(data)[::2])
+    with pytest.raises(TypeError):
+        _core.crc32c("text")  # type: ignore[arg-type]

@@ -1,6 +1,8 @@
 // Binds the DEFLATE decompressor (cpp/src/codec) for tests and benchmarks: inflate() returns the
 // owned output buffer without copying it (buffer protocol), inflate_stream() drives the
 // streaming Inflater in pieces of given sizes. The GIL is released while decompressing.
+// crc32c() is not only for tests: it is the content checksum of the cache and the Parquet export
+// (python/tracecore/stored.py), over any buffer in place.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -8,6 +10,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "codec/crc32c.h"
 #include "codec/inflate_all.h"
 #include "codec/inflater.h"
 
@@ -37,7 +40,7 @@ InflateOptions Options(const std::string& format, bool multi_member, bool allow_
 struct Input {
   explicit Input(const py::buffer& b) : info(b.request()) {
     if (info.ndim > 1 || (info.ndim == 1 && info.strides[0] != info.itemsize)) {
-      throw py::value_error("the compressed data must be a contiguous buffer");
+      throw py::value_error("the data must be a contiguous buffer");
     }
   }
   const uint8_t* data() const { return static_cast<const uint8_t*>(info.ptr); }
@@ -48,6 +51,17 @@ struct Input {
 }  // namespace
 
 void RegisterCodec(py::module_& m) {
+  m.def(
+      "crc32c",
+      [](const py::buffer& data, uint32_t seed) {
+        const Input in(data);  // a view of the caller's bytes: nothing is copied
+        py::gil_scoped_release release;
+        return Crc32cExtend(seed, in.data(), in.size());
+      },
+      py::arg("data"), py::arg("seed") = 0,
+      "CRC-32C (Castagnoli) of a contiguous buffer, read in place with the GIL released; "
+      "`seed`: the CRC of the bytes before these (crc32c(b, crc32c(a)) == crc32c(a + b)).");
+
   py::class_<InflatedBuffer>(m, "InflatedBuffer", py::buffer_protocol(),
                              "Decompressed bytes in an owned memory mapping (read-only buffer).")
       .def_buffer([](InflatedBuffer& b) {

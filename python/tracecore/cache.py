@@ -3,22 +3,28 @@
 Each parsed file gets one cache entry, a directory under :func:`cache_dir`::
 
     <sha256(abs path)[:16]>-<key[:32]>/
-        manifest.json          key, source identity, kind, format, row counts, file sizes,
-                               stats, and a sha256 of all of that ("checksum")
+        manifest.json          key, source identity, kind, format, row counts, file sizes and
+                               CRC-32Cs, stats, and a sha256 of all of that ("checksum")
         events.arrow ...       one Arrow IPC file per table
 
 ``key`` = sha256 of (absolute path, size, mtime_ns, tracecore version). An open with
-``cache=True`` looks the key up; a hit memory-maps the IPC files (no parse, no copy). A changed
-file (size or mtime) has a different key and is parsed again; the entry it replaces, found by
-the path prefix, is removed.
+``cache=True`` looks the key up; a hit reads the IPC files (no parse: the tables point into the
+bytes read, no decoding). A changed file (size or mtime) has a different key and is parsed
+again; the entry it replaces, found by the path prefix, is removed.
 
 The cache never serves stale or corrupt data: a hit needs the manifest to parse, carry its own
 checksum, name the same key, source, size, mtime and version, and list files of exactly the
-recorded sizes whose IPC footers and schemas read back with the recorded row counts. Anything
-else (or any exception on the way) removes the entry and parses the file. Entries are written
-into a temporary directory that is renamed into place once complete, so a crash or a concurrent
-reader never sees half an entry. The cache is best effort: if it cannot be written the trace is
-still returned.
+recorded sizes and CRC-32Cs (checked over every byte before anything is decoded) whose IPC
+footers and schemas read back with the recorded row counts. Anything else (or any exception on
+the way) removes the entry and parses the file. The files are read into memory, not mapped: a
+cache file truncated or rewritten while a trace uses its tables cannot fault the process. The
+check and the read cost one pass over the entry's bytes at memory speed (see bench/NOTES.md).
+
+Entries are written into a temporary directory ``.tmp-<pid>-<random>`` that is renamed into
+place once complete, so a crash or a concurrent reader never sees half an entry; the temporary
+directories of killed writers are removed by the next write (see
+:func:`.stored.remove_stale_temps`). The cache is best effort: if it cannot be written the
+trace is still returned.
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,11 +42,20 @@ import pyarrow as pa
 
 from . import _core, _version
 from .parsing import parse_core
-from .stored import compact_dictionaries, trace_meta
+from .stored import (
+    compact_dictionaries,
+    file_crc32c,
+    new_temp_dir,
+    read_verified,
+    remove_stale_temps,
+    trace_meta,
+)
 from .trace import Trace
 
 MANIFEST = "manifest.json"
-CACHE_LAYOUT_VERSION = 1
+# 2: files carry their CRC-32C.
+CACHE_LAYOUT_VERSION = 2
+TEMP_PREFIX = ".tmp-"
 
 
 def cache_dir() -> Path:
@@ -155,11 +169,9 @@ def _load(
     for name in _core.TABLE_NAMES:
         info = files[name]
         file_path = entry / info["file"]
-        if os.path.getsize(file_path) != info["bytes"]:
-            raise ValueError(f"{file_path.name}: size mismatch")
-        # Zero copy: the table's buffers point into the mapping, which outlives the file object.
-        with pa.memory_map(str(file_path), "r") as source:
-            table = pa.ipc.open_file(source).read_all()
+        # Every byte checked before any is decoded; the table's buffers point into this one.
+        data = read_verified(file_path, info["bytes"], info["crc32c"])
+        table = pa.ipc.open_file(data).read_all()
         if table.num_rows != info["rows"] or table.schema.to_string() != info["schema"]:
             raise ValueError(f"{file_path.name}: rows or schema mismatch")
         tables[name] = table
@@ -169,7 +181,8 @@ def _load(
 
 def _store(trace: Trace, root: Path, entry: Path, key: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+    remove_stale_temps(root, [TEMP_PREFIX])
+    tmp = new_temp_dir(root, TEMP_PREFIX)
     try:
         files = {}
         for name in trace.table_names:
@@ -180,10 +193,12 @@ def _store(trace: Trace, root: Path, entry: Path, key: str) -> None:
                 pa.ipc.new_file(sink, table.schema) as writer,
             ):
                 writer.write_table(table)
+            size, crc = file_crc32c(tmp / file_name)
             files[name] = {
                 "file": file_name,
                 "rows": table.num_rows,
-                "bytes": os.path.getsize(tmp / file_name),
+                "bytes": size,
+                "crc32c": crc,
                 "schema": table.schema.to_string(),
             }
         manifest = trace_meta(trace)

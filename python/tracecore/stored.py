@@ -7,12 +7,26 @@ A stored trace has the tables and figures of the original parse. The queries (``
 first use by re-parsing the source file, but only if that file is still there with the size and
 mtime recorded when the tables were written; otherwise they raise
 :class:`SourceUnavailableError`.
+
+Stored files are verified and written whole (:func:`read_verified`, :func:`file_crc32c`,
+:func:`new_temp_dir`, :func:`remove_stale_temps`, :func:`replace_dir`): every file carries the
+CRC-32C of its bytes, checked before a byte of it is decoded; files are read into memory, not
+mapped, so a file truncated or rewritten under a reader cannot fault it; a store is written into
+a temporary directory renamed into place as a whole, and the temporaries of killed writers are
+removed by the next write.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import os
-from collections.abc import Mapping
+import secrets
+import shutil
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,8 +39,19 @@ from .traceinfo import SourceFile, TraceInfo
 if TYPE_CHECKING:
     from .trace import Trace
 
-#: Version of the metadata layout (``tracecore.json`` of a Parquet directory).
-LAYOUT_VERSION = 1
+#: Version of the metadata layout (``tracecore.json`` of a Parquet directory). 2: per-file sizes
+#: and CRC-32Cs ("files") and a checksum of the metadata itself.
+LAYOUT_VERSION = 2
+
+
+#: A temporary directory of a store unchanged for this long is stale whatever pid its name
+#: gives (pids are reused; another host's cannot be checked). A writer adds a file to it per
+#: table, so a live writer's directory is kept unless one table takes longer than this to write.
+STALE_TEMP_SECONDS = 60.0
+
+
+class ChecksumMismatchError(ValueError):
+    """A stored file does not have the size or the CRC-32C recorded when it was written."""
 
 
 class SourceUnavailableError(RuntimeError):
@@ -149,3 +174,165 @@ def _compact_dictionary(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
     mask = indices.is_null().to_numpy(zero_copy_only=False) if indices.null_count else None
     new_indices = pa.array(remap[codes], type=indices.type, mask=mask)
     return pa.DictionaryArray.from_arrays(new_indices, dictionary.take(pa.array(used)))
+
+
+# --- verified reads ------------------------------------------------------------------------------
+
+_CHUNK = 4 << 20
+
+
+def file_crc32c(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """``(size, crc32c)`` of the file at ``path``, read in 4 MB pieces (right after it was
+    written, from the page cache: memory speed)."""
+    crc = size = 0
+    with open(path, "rb", buffering=0) as f:
+        view = memoryview(bytearray(max(1, min(_CHUNK, os.fstat(f.fileno()).st_size))))
+        while n := f.readinto(view):
+            crc = _core.crc32c(view[:n], crc)
+            size += n
+    return size, crc
+
+
+def read_verified(path: str | os.PathLike[str], size: int, crc32c: int) -> pa.Buffer:
+    """The bytes of the file at ``path`` in a 64-byte aligned Arrow buffer, read in one pass
+    (not mapped: a file truncated later cannot fault the tables that point into it) and checked
+    against the ``size`` and ``crc32c`` recorded when it was written.
+
+    Raises:
+        ChecksumMismatchError: the size or the checksum differ (the file is corrupt, truncated,
+            or was replaced).
+        OSError: the file cannot be read.
+    """
+    name = os.fsdecode(path)
+    with open(path, "rb", buffering=0) as f:
+        actual_size = os.fstat(f.fileno()).st_size
+        if actual_size != size:
+            raise ChecksumMismatchError(
+                f"{name}: {actual_size} bytes where {size} were written (truncated or replaced)"
+            )
+        buf = pa.allocate_buffer(size)
+        view = memoryview(buf)
+        done = 0
+        while done < size:
+            n = f.readinto(view[done:])
+            if not n:
+                raise ChecksumMismatchError(f"{name}: truncated while being read")
+            done += n
+        view.release()
+    actual = _core.crc32c(buf)
+    if actual != crc32c:
+        raise ChecksumMismatchError(
+            f"{name}: the checksum does not match (crc32c {actual:08x}, {crc32c:08x} when "
+            f"written): the file is corrupt"
+        )
+    return buf
+
+
+# --- whole-directory writes ----------------------------------------------------------------------
+
+
+def new_temp_dir(parent: Path, prefix: str) -> Path:
+    """A new directory ``parent/<prefix><pid>-<random>`` (the pid tells later writers whether
+    its writer is still alive, see :func:`remove_stale_temps`)."""
+    while True:
+        path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(6)}"
+        try:
+            path.mkdir(mode=0o755)
+        except FileExistsError:
+            continue
+        return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, someone else's
+        return True
+    return True
+
+
+def remove_stale_temps(parent: Path, prefixes: Iterable[str]) -> list[Path]:
+    """Removes the temporary directories ``<prefix><pid>-<random>`` in ``parent`` left by
+    killed writers; returns them. A directory is stale when its writer pid is dead, or when it
+    has not changed for :data:`STALE_TEMP_SECONDS`; this process's own are kept, and so are
+    those of live writers that are still adding files, so concurrent writers are safe."""
+    removed: list[Path] = []
+    prefixes = tuple(prefixes)
+    try:
+        children = list(os.scandir(parent))
+    except OSError:
+        return removed
+    now = time.time()
+    for child in children:
+        prefix = next((p for p in prefixes if child.name.startswith(p)), None)
+        if prefix is None:
+            continue
+        pid_text = child.name[len(prefix) :].split("-", 1)[0]
+        pid = int(pid_text) if pid_text.isdigit() else None
+        if pid == os.getpid():
+            continue
+        try:
+            age = now - child.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if (pid is not None and not _pid_alive(pid)) or age > STALE_TEMP_SECONDS:
+            if child.is_dir(follow_symlinks=False):
+                shutil.rmtree(child.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(child.path)
+            removed.append(Path(child.path))
+    return removed
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swaps the directories ``a`` and ``b`` in one step (Linux renameat2 RENAME_EXCHANGE);
+    False where that is not available (other systems, some file systems)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    c_int, c_path = ctypes.c_int, ctypes.c_char_p
+    renameat2.argtypes = [c_int, c_path, c_int, c_path, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), os.fsdecode(b))
+
+
+def replace_dir(new: Path, target: Path, aside_prefix: str) -> None:
+    """Puts the complete directory ``new`` at ``target`` as a whole. An existing ``target`` is
+    swapped with ``new`` in one step where the system can (a reader sees the old directory or
+    the new one, never a mix, never none), else renamed aside to
+    ``<aside_prefix><pid>-<random>`` first (a reader may then find no directory for the moment
+    between the two renames); the old directory is then removed."""
+    if not os.path.lexists(target):
+        try:
+            os.rename(new, target)
+            return
+        except OSError as e:
+            # Created meanwhile by another writer: replace it like an existing one.
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+    if _exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # now the old directory
+        return
+    aside = target.parent / f"{aside_prefix}{os.getpid()}-{secrets.token_hex(6)}"
+    os.rename(target, aside)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.rename(aside, target)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
