@@ -70,7 +70,9 @@ PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format
   options.threads = threads;
   const auto start = std::chrono::steady_clock::now();
   PyTrace trace;
-  trace.tables = OpenTrace(*file, options);
+  InflateLimits limits;  // the defaults; what a Python user can do past them:
+  limits.raise_hint = "decompress the file (gunzip) and open the result";
+  trace.tables = OpenTrace(*file, options, limits);
   trace.parse_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return trace;

@@ -99,21 +99,39 @@ def _gzip_head(path: str) -> bytes:
             return b""
 
 
-def check_regular_file(path: str) -> None:
-    """Raises OSError (EINVAL) unless ``path`` is a regular file (after symlinks): opening a
-    FIFO blocks until a writer comes, and a device such as /dev/zero never ends."""
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        kind = (
-            "a directory" if stat.S_ISDIR(st.st_mode)
-            else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-            else "a character device" if stat.S_ISCHR(st.st_mode)
-            else "a block device" if stat.S_ISBLK(st.st_mode)
-            else "a socket" if stat.S_ISSOCK(st.st_mode)
-            else "not a regular file"
-        )
-        raise OSError(errno.EINVAL, f"not a regular file ({kind}): tracecore reads regular files",
-                      path)
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _open_regular(path: str) -> int:
+    """A read-only descriptor of ``path``. Raises OSError (EINVAL) unless it is a regular file
+    (after symlinks), checked on the descriptor: opening a FIFO would block until a writer
+    comes (O_NONBLOCK makes the open return at once), and a device such as /dev/zero never
+    ends."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(
+                errno.EINVAL,
+                f"not a regular file ({_kind_of(mode)}): tracecore reads regular files",
+                path,
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def parse_core(
@@ -126,8 +144,7 @@ def parse_core(
     Raises:
         TraceFormatError: not a valid trace; the message starts with the path.
     """
-    check_regular_file(path)
-    with builtins.open(path, "rb") as f:
+    with builtins.open(_open_regular(path), "rb") as f:
         head = f.read(_HEAD_BYTES)
         st = os.fstat(f.fileno())
     label = f"parsing {os.path.basename(path)}"

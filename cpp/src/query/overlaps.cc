@@ -21,22 +21,41 @@ struct Pair {
 
 constexpr uint64_t kPairRowBytes = 24;  // left, right, overlap_ns
 
-// The pairs found so far by every worker, against the budget: added once per scanned interval
-// (not per pair), so a worker passes the budget by at most one interval's pairs.
+// The pairs found so far by every worker, against the budget. A range's count is checked once
+// per scanned interval against the budget left when it was last synced, and added to the shared
+// total every 4096 pairs (and at the end of the range): one atomic operation per 4096 pairs,
+// and the total passes the budget by at most 4096 pairs per worker plus one interval's pairs.
 class RowCounter {
  public:
   explicit RowCounter(uint64_t max_output_bytes)
       : max_bytes_(max_output_bytes), max_rows_(max_output_bytes / kPairRowBytes) {}
-  void Add(size_t n) {
-    if (n == 0) return;
-    if (rows_.fetch_add(n, std::memory_order_relaxed) + n > max_rows_) {
-      ThrowOverBudget("overlaps", "more than " + std::to_string(max_rows_),
-                      kPairRowBytes, max_bytes_,
-                      "narrow left/right, or use same_device=True");
+
+  // One range's view: Add() after each interval, Flush() when the range is done.
+  class Local {
+   public:
+    explicit Local(RowCounter* shared) : shared_(shared) {}
+    void Add(size_t n) {
+      pending_ += n;
+      if (pending_ >= 4096) Flush();
+      else if (seen_ + pending_ > shared_->max_rows_) shared_->Fail();
     }
-  }
+    void Flush() {
+      if (pending_ == 0) return;
+      seen_ = shared_->rows_.fetch_add(pending_, std::memory_order_relaxed) + pending_;
+      pending_ = 0;
+      if (seen_ > shared_->max_rows_) shared_->Fail();
+    }
+
+   private:
+    RowCounter* shared_;
+    uint64_t pending_ = 0, seen_ = 0;
+  };
 
  private:
+  [[noreturn]] void Fail() const {
+    ThrowOverBudget("overlaps", "more than " + std::to_string(max_rows_), kPairRowBytes,
+                    max_bytes_, "narrow left/right, or use same_device=True");
+  }
   std::atomic<uint64_t> rows_{0};
   uint64_t max_bytes_, max_rows_;
 };
@@ -47,7 +66,7 @@ inline int64_t OverlapLength(const Interval& a, const Interval& b) {
 
 // Every unordered overlapping pair of one set sorted by (start, end, id). With that order, every
 // later item whose start is before an item's end overlaps it, so the scan is output-sensitive.
-void SelfPairs(const std::vector<Interval>& s, std::vector<Pair>* out, RowCounter* rows) {
+void SelfPairs(const std::vector<Interval>& s, std::vector<Pair>* out, RowCounter::Local* rows) {
   for (size_t i = 0; i < s.size(); ++i) {
     const Interval& a = s[i];
     const size_t before = out->size();
@@ -62,7 +81,7 @@ void SelfPairs(const std::vector<Interval>& s, std::vector<Pair>* out, RowCounte
 
 // Every ordered pair (l in L, r in R, l != r) that overlaps; both sorted by (start, end, id).
 void JoinPairs(const std::vector<Interval>& L, const std::vector<Interval>& R,
-               std::vector<Pair>* out, RowCounter* rows) {
+               std::vector<Pair>* out, RowCounter::Local* rows) {
   auto emit = [&](const Interval& l, const Interval& r) {
     if (l.id != r.id) out->push_back(Pair{(uint64_t{l.id} << 32) | r.id, OverlapLength(l, r)});
   };
@@ -119,13 +138,15 @@ PairTable Overlaps(const TraceTables& t, const uint8_t* left, const uint8_t* rig
   ForEachMaybeParallel(order.size(), parallel, [&](size_t q, size_t w) {
     const size_t k = order[q];
     Buffers& buf = buffers[w];
+    RowCounter::Local local(&rows);
     SortedIntervals(e, ranges[k].first, ranges[k].second, left, &buf.a, &buf.scratch);
     if (self) {
-      SelfPairs(buf.a, &pairs[k], &rows);
+      SelfPairs(buf.a, &pairs[k], &local);
     } else {
       SortedIntervals(e, ranges[k].first, ranges[k].second, right, &buf.b, &buf.scratch);
-      JoinPairs(buf.a, buf.b, &pairs[k], &rows);
+      JoinPairs(buf.a, buf.b, &pairs[k], &local);
     }
+    local.Flush();
     RadixSort(pairs[k].data(), pairs[k].size(), buf.pair_scratch, [](const Pair& p) { return p.key; });
   });
   std::vector<size_t> row(ranges.size() + 1, 0);

@@ -14,8 +14,9 @@ namespace tracecore::query {
 
 // The memory budget of a query whose output is not bounded by its input (overlapping pairs,
 // time bins): the output table's bytes (rows times the row's width). A query that would pass
-// it throws std::invalid_argument saying so, before allocating (time bins) or as soon as the
-// count passes it (pairs: computing them holds at most 16 bytes per row more).
+// it throws std::invalid_argument saying so, before allocating (time bins) or soon after the
+// count passes it (pairs: within 4096 per worker; computing and sorting them takes up to twice
+// the budget).
 constexpr uint64_t kDefaultMaxOutputBytes = uint64_t{1} << 30;  // 1 GiB
 
 // Overlapping event pairs. `left` / `right`: one byte per event (non-zero = in the set), or null
