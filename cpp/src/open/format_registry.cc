@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <stdexcept>
+#include <string>
 
 #include "core/error.h"
 #include "importers/stepstats/stepstats_importer.h"
@@ -75,6 +76,36 @@ Format OtherStepStatsEncoding(Format format) {
   return format == Format::kStepStatsText ? Format::kStepStatsBinary : Format::kStepStatsText;
 }
 
+// The name of what a reading took the input for ("a RunMetadata", "an XSpace").
+std::string ReadingName(const TraceTables& t) {
+  const std::string kind = TraceKindName(t.kind);
+  if (kind.empty()) return "a trace";
+  return (kind[0] == 'X' ? "an " : "a ") + kind;
+}
+
+// A reading with zero events (and no graph, as a RunMetadata holding only graphs has) that
+// skipped unknown fields read bytes of another kind: the fields it knows are absent, and what
+// it skipped is the content. Never an empty success.
+void RejectEmptyWithUnknownFields(const TraceTables& t, std::string_view input, Format read_as) {
+  if (t.events.size() != 0 || t.graph_nodes.size() != 0 || t.cost_graph.size() != 0 ||
+      t.unknown_fields == 0) {
+    return;
+  }
+  std::string looks = "no trace tracecore reads";
+  for (const FormatEntry& e : Formats()) {
+    if (e.format != read_as && e.recognise(input) == Recognition::kYes) {
+      looks = std::string("a file of format '") + e.name + "'";
+      break;
+    }
+  }
+  const std::string what = "not " + ReadingName(t) + " (format '" + FormatName(read_as) +
+                           "'): the file looks like " + looks + ": 0 events and " +
+                           std::to_string(t.unknown_fields) +
+                           " unknown fields (expected events; the skipped fields hold the content)";
+  if (t.format == Encoding::kText) throw TraceFormatError::AtText(1, 1, what);
+  throw TraceFormatError::AtByte(0, what);
+}
+
 TraceFormatError Truncated() {
   return TraceFormatError("the file was truncated by another process while it was being read");
 }
@@ -130,6 +161,7 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   try {
     try {
       tables = EntryOf(format).read(file, options.threads);
+      RejectEmptyWithUnknownFields(*tables, std::string_view(file.data(), file.size()), format);
     } catch (const TraceFormatError&) {
       if (!detected || file.ShrankSinceOpen()) throw;
       // Detection guessed wrong, or the file is bad. Whitespace and text characters are wire
