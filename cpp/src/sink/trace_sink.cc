@@ -28,6 +28,10 @@ int32_t TraceSink::BeginDevice() {
   const auto index = static_cast<int32_t>(t_.devices.device.size());
   t_.devices.device_index.push_back(index);
   t_.devices.device.push_back(StringPool::kEmptyId);
+  t_.devices.line.push_back(StringPool::kEmptyId);
+  PushFlag(t_.devices.line_valid, false);
+  t_.devices.line_id.push_back(0);
+  PushFlag(t_.devices.line_id_valid, false);
   t_.devices.kind_code.push_back(static_cast<uint8_t>(DeviceKind::kOther));
   t_.devices.n_events.push_back(0);
   return index;

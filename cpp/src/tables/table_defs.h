@@ -53,6 +53,9 @@
   COLUMN(device_index, Int32, DeviceRef, "Position of the block: 0, 1, ... in file order.")      \
   COLUMN(device, DictString, StringId,                                                           \
          "The device: DeviceStepStats.device, an XPlane's name, a Chrome process name.")         \
+  NULLABLE(line, DictString, StringId,                                                           \
+           "The XLine's name (a host thread, a device stream, \"XLA Ops\"); null for StepStats.") \
+  NULLABLE(line_id, Int64, Plain, "The XLine's id; null for StepStats.")                         \
   COLUMN(kind_code, UInt8, Internal, "DeviceKind of the block, for the queries.")                \
   COLUMN(kind, String, Derived,                                                                  \
          "What the block holds: executor, stream, stream_all, memcpy or other (its name's "     \
@@ -76,7 +79,11 @@
   COLUMN(thread_id, UInt32, Plain, "The thread that ran it.")                                    \
   COLUMN(temp_memory_size, Int64, Plain, "MemoryStats.temp_memory_size (0 when absent).")        \
   COLUMN(persistent_memory_size, Int64, Plain,                                                   \
-         "MemoryStats.persistent_memory_size (0 when absent).")
+         "MemoryStats.persistent_memory_size (0 when absent).")                                  \
+  OPTIONAL(step_id, Int64, Plain,                                                                \
+           "XSpace: the step, the first of the stats group_id, step_num, iter_num the event "   \
+           "has (its own, then its metadata's); null when none. (Not `step`: a TraceSet's "     \
+           "key column has that name.)")
 
 #define TRACECORE_COLUMNS_tensors(COLUMN, NULLABLE, OPTIONAL)                                    \
   COLUMN(event_id, Int64, EventRef, "The event that produced it.")                               \
