@@ -13,7 +13,7 @@ from ._core import TraceFormatError
 from .progress import Progress
 from .traceinfo import SourceFile
 
-FORMATS = ("auto", "text", "binary")
+FORMATS = ("auto", "text", "binary", "xspace")
 _GZIP_MAGIC = b"\x1f\x8b"
 # How much of a file's start is read to explain a parse error (and what format detection reads).
 _HEAD_BYTES = 65536
