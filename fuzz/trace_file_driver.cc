@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     auto buffered = tracecore::MappedFile::FromBuffer(std::string(mapped->data(), mapped->size()));
-    for (const char* format : {"auto", "text", "binary"}) {
+    for (const char* format : {"auto", "text", "binary", "xspace"}) {
       for (int threads : {1, 0}) {
         for (const tracecore::MappedFile* file : {mapped.get(), buffered.get()}) {
           if (file == buffered.get() && threads != 1) continue;

@@ -9,7 +9,8 @@ success.
 Every XSpace fixture (tests/data/xspace/ and the Keras log directory's vm.xplane.pb) opens as
 an XSpace whose tables equal the protobuf oracle's reading (tests/xspace_oracle.py): one
 devices row per line, per line the event count, duration sum and distinct names, and every
-timed event's name, label, op, times and step.
+timed event's name, label, op, times and step. The queries equal the brute-force query oracle
+(tests/query_oracle.py) on the same events; Parquet and `tracecore info` work on an XSpace.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import query_oracle as qo
 import tfproto
 import tracecore
 import xspace_oracle as xo
@@ -175,3 +177,70 @@ def test_stepstats_taken_for_an_xspace_by_its_start_is_read_as_stepstats(tmp_pat
     with pytest.raises(tracecore.TraceFormatError, match="not an XSpace .* 0 events and 1 unknown"):
         tracecore.open(path, format="xspace")
 
+
+# ---- queries, export and the command line on an XSpace -----------------------------------------
+def _query_inputs(want: xo.XSpaceTables) -> tuple[list[int], list[int], list[int], list]:
+    starts = [r.start_ns for r in want.events]
+    ends = [r.end_ns for r in want.events]
+    device_index = [r.line_index for r in want.events]
+    devices = [(r.line_index, r.plane, r.kind) for r in want.lines]
+    return starts, ends, device_index, devices
+
+
+@pytest.mark.parametrize("by", ["op", "node_name", "device"])
+def test_xspace_op_stats(opened: tuple[tracecore.Trace, xo.XSpaceTables], by: str) -> None:
+    t, want = opened
+    starts, ends, device_index, devices = _query_inputs(want)
+    expected = qo.op_stats(starts, ends, device_index, [r.op for r in want.events],
+                           [r.node_name for r in want.events], devices, by=by)
+    cols = ["key", "n_events", "total_ns", "max_ns", "busy_ns", "executor_ns", "stream_ns"]
+    got = t.op_stats(by=by).select(cols).to_pylist()
+    assert got == [{c: row[c] for c in cols} for row in expected]
+    assert sum(r["n_events"] for r in got) == len(want.events)
+
+
+def test_xspace_occupancy(opened: tuple[tracecore.Trace, xo.XSpaceTables]) -> None:
+    t, want = opened
+    expected = qo.occupancy(*_query_inputs(want))
+    cols = ["device_index", "device", "kind", "n_events", "busy_ns", "span_ns",
+            "max_concurrency", "idle_gaps"]
+    assert t.occupancy().select(cols).to_pylist() == [{c: r[c] for c in cols} for r in expected]
+
+
+def test_xspace_overlaps(opened: tuple[tracecore.Trace, xo.XSpaceTables]) -> None:
+    """Pairs of overlapping events of the first 200 events against all, on the same line."""
+    t, want = opened
+    starts, ends, device_index, _ = _query_inputs(want)
+    left = list(range(min(200, len(starts))))
+    expected = qo.overlaps_join(starts, ends, device_index, left=left)
+    got = t.overlaps(left=left)
+    rows = list(zip(*(got[c].to_pylist() for c in got.column_names[:3]), strict=True))
+    assert rows == expected
+    assert len(rows) > 0
+
+
+def test_xspace_parquet_round_trip(tmp_path: Path) -> None:
+    t = tracecore.open(DATA / "xspace" / "jax_mlp2_tanh.xplane.pb")
+    back = tracecore.open(t.to_parquet(tmp_path / "pq"))
+    assert (back.kind, back.format, len(back)) == ("XSpace", "xspace", len(t))
+    for name in t.table_names:  # the same rows (dictionaries are cut to the names used)
+        assert back.table(name).schema.names == t.table(name).schema.names, name
+        assert back.table(name).to_pylist() == t.table(name).to_pylist(), name
+    steps = back.events["step_id"].drop_null().to_pylist()
+    assert steps == t.events["step_id"].drop_null().to_pylist()
+    lines = back.devices["line"].to_pylist()
+    assert lines == [r.line for r in _oracle(DATA / "xspace" / "jax_mlp2_tanh.xplane.pb").lines]
+
+
+def test_xspace_info(capsys: pytest.CaptureFixture[str]) -> None:
+    path = DATA / "xspace" / "tf_keras_mlp_fit.xplane.pb"
+    want = _oracle(path)
+    code = cli.main(["info", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    assert re.search(r"kind\s+XSpace \(xspace\), 77\.4 kB", out), out
+    assert re.search(rf"parsed\s+{len(want.events)} events, 0 tensors", out), out
+    assert len(want.events) == 2548 and len(want.lines) == 11
+    assert f"devices ({len(want.lines)} blocks)" in out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("/host:CPU"))
+    assert row[:4] == ["/host:CPU", "host_thread", "11", "2548"]
