@@ -6,7 +6,7 @@
 #     root on a Debian-like machine), else g++ with the standalone mutation driver
 #     (fuzz/standalone_main.cc, coverage feedback through -fsanitize-coverage=trace-pc);
 #  2. runs trace_file_driver over every file in tests/data/ (seeds and tests/data/regressions/):
-#     each opened mmap'ed and from memory, as auto/text/binary, 1 and all threads; every
+#     each opened mmap'ed and from memory, as auto/text/binary/xspace, 1 and all threads; every
 #     successful parse is validated, exported and queried;
 #  3. runs truncate_driver: a mapped dump truncated by another thread during the parse must
 #     give TraceFormatError or a parse, never SIGBUS;

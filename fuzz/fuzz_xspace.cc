@@ -7,6 +7,8 @@
 //   * a ref stat carries the name of the record it points at; inherited stats come from the
 //     event's metadata and never repeat an id the event has;
 //   * the decoder's counts equal the calls seen, and a second decode gives the same counts.
+// Then the importer: ParseTrace(format="xspace") with the checks and queries of fuzz_common.h
+// (tables exported and validated, every query run).
 // Only TraceFormatError may escape; anything else (or a broken check) aborts as a finding.
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +21,7 @@
 
 #include "containers/string_pool.h"
 #include "core/error.h"
+#include "fuzz_common.h"
 #include "importers/xspace/xspace_decoder.h"
 
 namespace {
@@ -207,5 +210,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(SameCounts(first, second) && first.unknown_fields == second.unknown_fields,
           "a second decode gives other counts");
   }
+  tracecore_fuzz::RunInput(data, size, "xspace", /*queries=*/true);
   return 0;
 }

@@ -1,6 +1,6 @@
 // Sanitizer test driver: opens every given file (directories are walked) the way the Python
 // extension does -- MappedFile::Open (a memory mapping) and MappedFile::FromBuffer -- with
-// format auto/text/binary and threads 1 and 0 (every core), and runs the fuzz harness checks
+// format auto/text/binary/xspace and threads 1 and 0 (every core), and runs the fuzz harness checks
 // (table invariants, Arrow export, every query) on each successful parse.
 //
 //   trace_file_driver [-q] PATH...
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     auto buffered = tracecore::MappedFile::FromBuffer(std::string(mapped->data(), mapped->size()));
-    for (const char* format : {"auto", "text", "binary"}) {
+    for (const char* format : {"auto", "text", "binary", "xspace"}) {
       for (int threads : {1, 0}) {
         for (const tracecore::MappedFile* file : {mapped.get(), buffered.get()}) {
           if (file == buffered.get() && threads != 1) continue;

@@ -31,7 +31,8 @@ class OracleOutOfRange(ValueError):
 # --------------------------------------------------------------------------------------------
 SCHEMAS: dict[str, list[tuple[str, str]]] = {
     "devices": [
-        ("device_index", "int32"), ("device", "dict"), ("kind", "string"), ("n_events", "int64"),
+        ("device_index", "int32"), ("device", "dict"), ("line", "dict"), ("line_id", "int64"),
+        ("kind", "string"), ("n_events", "int64"),
     ],
     "events": [
         ("event_id", "int64"), ("device_index", "int32"), ("device", "dict"),
@@ -40,6 +41,7 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
         ("start_ns", "int64"), ("end_ns", "int64"), ("op_start_ns", "int64"),
         ("op_end_ns", "int64"), ("scheduled_ns", "int64"), ("thread_id", "uint32"),
         ("temp_memory_size", "int64"), ("persistent_memory_size", "int64"),
+        ("step_id", "int64"),
     ],
     "tensors": [
         ("event_id", "int64"), ("output_index", "int32"), ("slot", "int32"), ("dtype", "dict"),
@@ -78,7 +80,8 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
 EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {"events": ("forward_scope", "phase")}
 
 # Columns that may hold nulls; every other column must have null_count == 0.
-NULLABLE = {("events", "op"), ("events", "scheduled_ns"), ("tensors", "num_elements")}
+NULLABLE = {("events", "op"), ("events", "scheduled_ns"), ("tensors", "num_elements"),
+            ("devices", "line"), ("devices", "line_id"), ("events", "step_id")}
 
 TABLES = list(SCHEMAS)
 
@@ -184,8 +187,8 @@ def expected_tables(msg) -> dict[str, list[dict[str, Any]]]:
     event_id = 0
     for device_index, ds in enumerate(step_stats.dev_stats):
         out["devices"].append({
-            "device_index": device_index, "device": ds.device, "kind": device_kind(ds.device),
-            "n_events": len(ds.node_stats),
+            "device_index": device_index, "device": ds.device, "line": None, "line_id": None,
+            "kind": device_kind(ds.device), "n_events": len(ds.node_stats),
         })
         for thread_id, name in ds.thread_names.items():
             out["thread_names"].append(
@@ -200,6 +203,7 @@ def expected_tables(msg) -> dict[str, list[dict[str, Any]]]:
             row["thread_id"] = n.thread_id
             row["temp_memory_size"] = n.memory_stats.temp_memory_size
             row["persistent_memory_size"] = n.memory_stats.persistent_memory_size
+            row["step_id"] = None  # XSpace only
             out["events"].append(row)
 
             for output_index, o in enumerate(n.output):

@@ -889,7 +889,17 @@ CASES: dict[str, tuple[bytes, str, tuple]] = {
         ("err", r"nesting"),
     ),
     # dev_stats inside dev_stats is an unknown field there: skipped (and counted), not an error
-    "text_known_field_misplaced": (b'dev_stats { dev_stats { device: "x" } }', "text", ("ok", 0)),
+    # 0 events and an unknown field: another kind of message, never an empty success (issue 21)
+    "text_known_field_misplaced": (
+        b'dev_stats { dev_stats { device: "x" } }',
+        "text",
+        ("err", r"0 events and 1 unknown fields \(expected events"),
+    ),
+    "text_known_field_misplaced_beside_an_event": (
+        b'dev_stats { node_stats { node_name: "n" } dev_stats { device: "x" } }',
+        "text",
+        ("ok", 1),
+    ),
     "text_message_given_scalar": (
         b"dev_stats { node_stats: 5 }",
         "text",
@@ -995,8 +1005,8 @@ def test_hostile_input(name, case_results):
 def test_hostile_input_values(case_results):
     """The accepted controls carry the right values (so the errors above are not blanket)."""
     assert case_results["__limit_effective__"] is True  # the memory cap was really in force
-    r = case_results["text_known_field_misplaced"]
-    assert r["unknown_fields"] == 1 and r["rows"]["devices"] == 1
+    r = case_results["text_known_field_misplaced_beside_an_event"]
+    assert r["unknown_fields"] == 1 and r["rows"]["devices"] == 1 and r["node_name"] == ["n"]
     r = case_results["value_varint_10_bytes_nonminimal"]
     assert r["start_ns"] == [5000] and r["node_name"] == ["n"]
     r = case_results["group_ok_skipped"]

@@ -27,8 +27,8 @@ DICT = pa.dictionary(pa.int32(), pa.string())
 # The exact schema of every table, from docs/tables.md.
 SCHEMAS = {
     "devices": pa.schema([
-        ("device_index", pa.int32()), ("device", DICT), ("kind", pa.string()),
-        ("n_events", pa.int64()),
+        ("device_index", pa.int32()), ("device", DICT), ("line", DICT), ("line_id", pa.int64()),
+        ("kind", pa.string()), ("n_events", pa.int64()),
     ]),
     "events": pa.schema([
         ("event_id", pa.int64()), ("device_index", pa.int32()), ("device", DICT),
@@ -36,6 +36,7 @@ SCHEMAS = {
         ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("op_start_ns", pa.int64()),
         ("op_end_ns", pa.int64()), ("scheduled_ns", pa.int64()), ("thread_id", pa.uint32()),
         ("temp_memory_size", pa.int64()), ("persistent_memory_size", pa.int64()),
+        ("step_id", pa.int64()),
     ]),
     "tensors": pa.schema([
         ("event_id", pa.int64()), ("output_index", pa.int32()), ("slot", pa.int32()),

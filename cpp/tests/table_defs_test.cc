@@ -71,7 +71,7 @@ TEST(TableDefs, TableNamesFollowTheDeclarationOrder) {
 TEST(TableDefs, InternalColumnsAreNotExported) {
   std::string names;
   for (const ColumnDef& c : TableColumns("devices")) names += std::string(c.name) + " ";
-  EXPECT_EQ(names, std::string("device_index device kind n_events "));
+  EXPECT_EQ(names, std::string("device_index device line line_id kind n_events "));
   EXPECT_THROW_WITH(TableColumns("nope"), std::out_of_range, "no table named 'nope'");
 }
 

@@ -33,6 +33,7 @@ from ._version import __version__
 from .intervals import group_stats, grouped_sum
 from .opening import open, sample_path
 from .parquet import PARQUET_CODECS
+from .parsing import FORMATS
 from .trace import Trace
 
 _MB = 1e6
@@ -555,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     def add_input(p: argparse.ArgumentParser, *, cache: bool = True) -> None:
         p.add_argument("file", nargs="?", help="a StepStats / RunMetadata dump (.pbtxt, .pb, .gz)")
         p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
-        p.add_argument("--format", choices=("auto", "text", "binary"), default="auto")
+        p.add_argument("--format", choices=FORMATS, default="auto")
         p.add_argument(
             "--threads", type=_non_negative_int, default=0, help="parser threads (0 = all cores)"
         )
@@ -621,7 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="parse throughput (MB/s, events/s) and peak RSS")
     p.add_argument("file", nargs="?", help="a StepStats / RunMetadata dump")
     p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
-    p.add_argument("--format", choices=("auto", "text", "binary"), default="auto")
+    p.add_argument("--format", choices=FORMATS, default="auto")
     p.add_argument(
         "--threads",
         type=_non_negative_int,

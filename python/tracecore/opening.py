@@ -30,9 +30,11 @@ def open(
     """Parses a TensorFlow trace dump into columnar tables.
 
     Args:
-        path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``);
-            gzip-compressed files are decompressed transparently.
-        format: ``"auto"`` (detect), ``"text"`` or ``"binary"``. ``"auto"`` takes a file for
+        path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``),
+            or an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX); gzip-compressed
+            files are decompressed transparently.
+        format: ``"auto"`` (detect), ``"text"``, ``"binary"`` or ``"xspace"``. ``"auto"``
+            takes a file for an XSpace when its first plane has XPlane's structure, for
             text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
             first 64 KB hold no control bytes but whitespace; else for binary. A file that does
             not parse in the format taken is read in the other one if it parses there with no
@@ -50,7 +52,7 @@ def open(
         OSError: the file cannot be read.
         TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
             ``progress`` not a bool).
-        ValueError: ``format`` is not one of the three, or ``threads`` is negative.
+        ValueError: ``format`` is not one of the four, or ``threads`` is negative.
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")

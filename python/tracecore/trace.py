@@ -325,12 +325,12 @@ class Trace(TableAttributes):
     # -- metadata --------------------------------------------------------------------------
     @property
     def kind(self) -> str:
-        """"StepStats" or "RunMetadata"."""
+        """"StepStats", "RunMetadata" or "XSpace"."""
         return self._info.kind
 
     @property
     def format(self) -> str:
-        """"text" or "binary"."""
+        """"text", "binary" (StepStats / RunMetadata) or "xspace"."""
         return self._info.format
 
     @property

@@ -23,8 +23,8 @@ class SourceFile:
 class TraceInfo:
     """What is known about a trace besides its tables."""
 
-    kind: str  # "StepStats" or "RunMetadata"
-    format: str  # "text" or "binary"
+    kind: str  # "StepStats", "RunMetadata" or "XSpace"
+    format: str  # "text", "binary" or "xspace"
     num_events: int
     stats: Mapping[str, Any]  # what Trace.stats returns
     source: str | None = None  # the path as given to open()

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,14 @@ class MappedFile {
   // Tells the kernel that [begin, end) has been consumed and its pages may be dropped from
   // this process's resident set (they stay in the page cache). No-op for heap buffers.
   void ReleaseConsumed(size_t begin, size_t end) const;
+  // ReleaseConsumed as a function of two addresses inside data() (a ReleaseBehind::Release);
+  // empty for heap buffers. The file must outlive it.
+  std::function<void(const char* from, const char* to)> ConsumedRelease() const {
+    if (!is_mapped()) return {};
+    return [this](const char* from, const char* to) {
+      ReleaseConsumed(static_cast<size_t>(from - data_), static_cast<size_t>(to - data_));
+    };
+  }
 
   // True when the mapped file is now shorter than it was when it was mapped (another process
   // truncated it while we were reading), or a read past its new end was caught (see below).

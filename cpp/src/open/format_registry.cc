@@ -2,9 +2,11 @@
 
 #include <exception>
 #include <stdexcept>
+#include <string>
 
 #include "core/error.h"
 #include "importers/stepstats/stepstats_importer.h"
+#include "importers/xspace/xspace_importer.h"
 
 namespace tracecore {
 namespace {
@@ -37,6 +39,13 @@ Recognition RecogniseStepStatsText(std::string_view input) {
 
 // Any bytes may be a binary StepStats or RunMetadata: the format of last resort.
 Recognition RecogniseStepStatsBinary(std::string_view) { return Recognition::kMaybe; }
+
+// An XSpace, by its structure (see LooksLikeXSpace), never by the file's name.
+Recognition RecogniseXSpace(std::string_view input) {
+  return LooksLikeXSpace(input) ? Recognition::kYes : Recognition::kNo;
+}
+
+std::shared_ptr<TraceTables> ReadXSpaceFile(const MappedFile& file, int) { return ReadXSpace(file); }
 
 std::shared_ptr<TraceTables> ReadStepStatsText(const MappedFile& file, int threads) {
   return ReadStepStats(file, Encoding::kText, threads);
@@ -75,6 +84,69 @@ Format OtherStepStatsEncoding(Format format) {
   return format == Format::kStepStatsText ? Format::kStepStatsBinary : Format::kStepStatsText;
 }
 
+// The name of what a reading took the input for ("a RunMetadata", "an XSpace").
+std::string ReadingName(const TraceTables& t) {
+  const std::string kind = TraceKindName(t.kind);
+  if (kind.empty()) return "a trace";
+  return (kind[0] == 'X' ? "an " : "a ") + kind;
+}
+
+// A reading with zero events (and no graph, as a RunMetadata holding only graphs has) that
+// skipped unknown fields read bytes of another kind: the fields it knows are absent, and what
+// it skipped is the content. Never an empty success.
+void RejectEmptyWithUnknownFields(const TraceTables& t, std::string_view input, Format read_as) {
+  if (t.events.size() != 0 || t.graph_nodes.size() != 0 || t.cost_graph.size() != 0 ||
+      t.unknown_fields == 0) {
+    return;
+  }
+  std::string looks = "no trace tracecore reads";
+  for (const FormatEntry& e : Formats()) {
+    if (e.format != read_as && e.recognise(input) == Recognition::kYes) {
+      looks = std::string("a file of format '") + e.name + "'";
+      break;
+    }
+  }
+  const std::string what = "not " + ReadingName(t) + " (format '" + FormatName(read_as) +
+                           "'): the file looks like " + looks + ": 0 events and " +
+                           std::to_string(t.unknown_fields) +
+                           " unknown fields (expected events; the skipped fields hold the content)";
+  if (t.format == Encoding::kText) throw TraceFormatError::AtText(1, 1, what);
+  throw TraceFormatError::AtByte(0, what);
+}
+
+// `e` with `hint` appended to its message, its position kept.
+TraceFormatError WithHint(const TraceFormatError& e, const std::string& hint) {
+  TraceFormatError out(e.what() + hint);
+  out.where = e.where;
+  out.line = e.line;
+  out.column = e.column;
+  out.offset = e.offset;
+  out.bad_value = e.bad_value;
+  out.out_of_range = e.out_of_range;
+  return out;
+}
+
+// A reading of `file` as `format` that succeeds (zero-events rule included), else null.
+std::shared_ptr<TraceTables> ReadOrNull(const MappedFile& file, Format format, int threads) {
+  try {
+    std::shared_ptr<TraceTables> tables = EntryOf(format).read(file, threads);
+    RejectEmptyWithUnknownFields(*tables, std::string_view(file.data(), file.size()), format);
+    return tables;
+  } catch (const TraceFormatError&) {
+    if (file.ShrankSinceOpen()) throw;
+    return nullptr;
+  }
+}
+
+// A reading of `file` as `format` when it succeeds with no unknown fields (and, for an XSpace
+// taken as a last resort, some events), else null.
+std::shared_ptr<TraceTables> ReadIfClean(const MappedFile& file, Format format, int threads) {
+  std::shared_ptr<TraceTables> tables = ReadOrNull(file, format, threads);
+  if (!tables || tables->unknown_fields != 0) return nullptr;
+  if (format == Format::kXSpace && tables->events.size() == 0) return nullptr;
+  return tables;
+}
+
 TraceFormatError Truncated() {
   return TraceFormatError("the file was truncated by another process while it was being read");
 }
@@ -84,6 +156,7 @@ TraceFormatError Truncated() {
 const std::vector<FormatEntry>& Formats() {
   static const std::vector<FormatEntry> formats = {
       {Format::kStepStatsText, "text", &RecogniseStepStatsText, &ReadStepStatsText},
+      {Format::kXSpace, "xspace", &RecogniseXSpace, &ReadXSpaceFile},
       {Format::kStepStatsBinary, "binary", &RecogniseStepStatsBinary, &ReadStepStatsBinary},
   };
   return formats;
@@ -130,26 +203,47 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   try {
     try {
       tables = EntryOf(format).read(file, options.threads);
-    } catch (const TraceFormatError&) {
-      if (!detected || file.ShrankSinceOpen()) throw;
-      // Detection guessed wrong, or the file is bad. Whitespace and text characters are wire
-      // bytes too (a '\n' is the key of a length-delimited field 1), and text may hold raw
-      // control bytes inside its string literals: the other reading is taken when it
-      // succeeds with no unknown fields, as a dump TensorFlow wrote has none. Otherwise the
-      // detected format's error stands: blank lines, comments or broken text that decode as
-      // wire format nearly always have unknown fields.
-      const std::exception_ptr detected_error = std::current_exception();
-      try {
-        tables = EntryOf(OtherStepStatsEncoding(format)).read(file, options.threads);
-      } catch (const TraceFormatError&) {
-        if (file.ShrankSinceOpen()) throw;
-        std::rethrow_exception(detected_error);
+      RejectEmptyWithUnknownFields(*tables, std::string_view(file.data(), file.size()), format);
+    } catch (const TraceFormatError& e) {
+      if (file.ShrankSinceOpen()) throw;
+      if (!detected) {
+        // A StepStats reading of an XSpace named by the caller: say what the file is.
+        if (format != Format::kXSpace && std::string(e.what()).find("'xspace'") == std::string::npos &&
+            LooksLikeXSpace(std::string_view(file.data(), file.size()))) {
+          throw WithHint(e, " (the file looks like an XSpace: format 'xspace' or 'auto' reads it)");
+        }
+        throw;
       }
-      if (tables->unknown_fields != 0) std::rethrow_exception(detected_error);
+      if (format == Format::kXSpace) {
+        // Recognised by the start of its first plane, which a StepStats or RunMetadata with
+        // unknown fields there can have too: such a dump is read as one. Otherwise it is a bad
+        // XSpace, and its error stands.
+        const std::exception_ptr xspace_error = std::current_exception();
+        tables = ReadOrNull(file, Format::kStepStatsBinary, options.threads);
+        if (!tables) std::rethrow_exception(xspace_error);
+      } else {
+        // Detection guessed wrong, or the file is bad. Whitespace and text characters are wire
+        // bytes too (a '\n' is the key of a length-delimited field 1), and text may hold raw
+        // control bytes inside its string literals: the other reading is taken when it
+        // succeeds with no unknown fields, as a dump TensorFlow wrote has none; last, an
+        // XSpace reading with events and no unknown fields (one whose start the recogniser
+        // did not know). Otherwise the detected format's error stands: blank lines, comments
+        // or broken text that decode as wire format nearly always have unknown fields.
+        const std::exception_ptr detected_error = std::current_exception();
+        tables = ReadIfClean(file, OtherStepStatsEncoding(format), options.threads);
+        if (!tables) tables = ReadIfClean(file, Format::kXSpace, options.threads);
+        if (!tables) std::rethrow_exception(detected_error);
+      }
     }
   } catch (const TraceFormatError&) {
     if (file.ShrankSinceOpen()) throw Truncated();
     throw;
+  }
+  if (detected && tables->kind == TraceKind::kXSpace && tables->unknown_fields != 0) {
+    // No profiler writes unknown fields: the binary StepStats / RunMetadata reading of the same
+    // bytes is taken when it has fewer (as between StepStats and RunMetadata).
+    std::shared_ptr<TraceTables> binary = ReadOrNull(file, Format::kStepStatsBinary, options.threads);
+    if (binary && binary->unknown_fields < tables->unknown_fields) tables = std::move(binary);
   }
   if (file.ShrankSinceOpen()) throw Truncated();
   return tables;

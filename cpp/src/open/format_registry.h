@@ -21,6 +21,7 @@ namespace tracecore {
 enum class Format : uint8_t {
   kStepStatsText,    // "text": StepStats / RunMetadata, protobuf text format
   kStepStatsBinary,  // "binary": StepStats / RunMetadata, protobuf wire format
+  kXSpace,           // "xspace": a TensorFlow 2 / JAX profile (XSpace, protobuf wire format)
 };
 
 // How sure a recogniser is that bytes are in its format.
@@ -49,7 +50,7 @@ struct OpenOptions {
 // is certainly no trace (an image, an archive, a Parquet file, ...).
 Format DetectFormat(std::string_view input);
 
-// The name of a format ("text", "binary").
+// The name of a format ("text", "binary", "xspace").
 const char* FormatName(Format format);
 
 // Parses a whole input. Throws TraceFormatError for bad input, std::invalid_argument for bad

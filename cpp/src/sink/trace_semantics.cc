@@ -23,6 +23,30 @@ DeviceKind ClassifyDevice(std::string_view device) {
   return DeviceKind::kOther;
 }
 
+DeviceKind ClassifyXLine(std::string_view plane, std::string_view line) {
+  if (plane.substr(0, 6) == "/host:") return DeviceKind::kHostThread;
+  if (plane.substr(0, 8) != "/device:") return DeviceKind::kOther;
+  struct Derived {
+    std::string_view line;
+    DeviceKind kind;
+  };
+  static constexpr Derived kDerivedLines[] = {
+      {"XLA Ops", DeviceKind::kXlaOps},
+      {"XLA Modules", DeviceKind::kXlaModules},
+      {"Steps", DeviceKind::kSteps},
+      {"Async XLA Ops", DeviceKind::kXlaAsyncOps},
+      {"TensorFlow Ops", DeviceKind::kDerived},
+      {"Framework Ops", DeviceKind::kDerived},
+      {"TensorFlow Name Scope", DeviceKind::kDerived},
+      {"Framework Name Scope", DeviceKind::kDerived},
+      {"Source code", DeviceKind::kDerived},
+      {"XLA TraceMe", DeviceKind::kDerived},
+  };
+  for (const Derived& d : kDerivedLines) {
+    if (line == d.line) return d.kind;
+  }
+  return DeviceKind::kStream;
+}
 
 // The op of an event: "name = Op(inputs)" in the timeline label (after an optional
 // "[allocator ...] " prefix), else the part after the last ':' of a GPU-stream record's

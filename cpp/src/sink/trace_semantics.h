@@ -13,6 +13,11 @@ namespace tracecore {
 // The kind of a StepStats device block, from its name's form.
 DeviceKind ClassifyDevice(std::string_view device);
 
+// The kind of an XSpace line, from its plane's and its own name: every line of a "/host:"
+// plane is a host thread; on a "/device:" plane the lines XProf derives are named for what they
+// hold ("XLA Ops", "Steps", ...), every other line is a stream; lines of other planes are other.
+DeviceKind ClassifyXLine(std::string_view plane, std::string_view line);
+
 // The op of an event: "name = Op(inputs)" in the timeline label (after an optional
 // "[allocator ...] " prefix), else the part after the last ':' of a GPU-stream record's
 // "name:Op" node name. Returns false when there is none.

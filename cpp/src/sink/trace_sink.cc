@@ -28,6 +28,10 @@ int32_t TraceSink::BeginDevice() {
   const auto index = static_cast<int32_t>(t_.devices.device.size());
   t_.devices.device_index.push_back(index);
   t_.devices.device.push_back(StringPool::kEmptyId);
+  t_.devices.line.push_back(StringPool::kEmptyId);
+  PushFlag(t_.devices.line_valid, false);
+  t_.devices.line_id.push_back(0);
+  PushFlag(t_.devices.line_id_valid, false);
   t_.devices.kind_code.push_back(static_cast<uint8_t>(DeviceKind::kOther));
   t_.devices.n_events.push_back(0);
   return index;
@@ -47,7 +51,6 @@ void TraceSink::EndDevice(int32_t device_index, uint32_t device_name, size_t fir
 }
 
 const char* TraceSink::EndEvent(int32_t device_index, const EventFields& f) {
-  EventTable& e = t_.events;
   int64_t start, end, op_start, op_end, scheduled = 0;
   const uint32_t label = f.has_label ? LabelFor(f) : StringPool::kEmptyId;
   if (label == StringPool::kInvalidUtf8) return "timeline_label is not valid UTF-8";
@@ -77,10 +80,21 @@ const char* TraceSink::EndEvent(int32_t device_index, const EventFields& f) {
   }
   if (overflow) return kTimeOutOfRange;
 
+  PushEventRow(device_index, f.node_name, OpFor(f, label), label, start, end, op_start, op_end,
+               has_scheduled ? &scheduled : nullptr, f.thread_id, f.temp_memory_size,
+               f.persistent_memory_size);
+  return nullptr;
+}
+
+// Inlined into both callers: EndEvent is the StepStats parsers' per-record path.
+__attribute__((always_inline)) inline void TraceSink::PushEventRow(int32_t device_index, uint32_t node_name, uint32_t op,
+                             uint32_t label, int64_t start, int64_t end, int64_t op_start,
+                             int64_t op_end, const int64_t* scheduled, uint32_t thread_id,
+                             int64_t temp_memory_size, int64_t persistent_memory_size) {
+  EventTable& e = t_.events;
   e.device_index.push_back(device_index);
   e.device.push_back(StringPool::kEmptyId);  // filled by EndDevice
-  e.node_name.push_back(f.node_name);
-  const uint32_t op = OpFor(f, label);
+  e.node_name.push_back(node_name);
   const bool has_op = op != StringPool::kInvalidUtf8;
   e.op.push_back(has_op ? op : StringPool::kEmptyId);
   PushFlag(e.op_valid, has_op);
@@ -89,12 +103,41 @@ const char* TraceSink::EndEvent(int32_t device_index, const EventFields& f) {
   e.end_ns.push_back(end);
   e.op_start_ns.push_back(op_start);
   e.op_end_ns.push_back(op_end);
-  e.scheduled_ns.push_back(scheduled);
-  PushFlag(e.scheduled_ns_valid, has_scheduled);
-  e.thread_id.push_back(f.thread_id);
-  e.temp_memory_size.push_back(f.temp_memory_size);
-  e.persistent_memory_size.push_back(f.persistent_memory_size);
-  return nullptr;
+  e.scheduled_ns.push_back(scheduled != nullptr ? *scheduled : 0);
+  PushFlag(e.scheduled_ns_valid, scheduled != nullptr);
+  e.thread_id.push_back(thread_id);
+  e.temp_memory_size.push_back(temp_memory_size);
+  e.persistent_memory_size.push_back(persistent_memory_size);
+}
+
+void TraceSink::AddTimedEvent(int32_t device_index, uint32_t node_name, uint32_t label,
+                              uint32_t op, int64_t start_ns, int64_t end_ns, uint32_t thread_id,
+                              const int64_t* step_id) {
+  PushEventRow(device_index, node_name, op, label, start_ns, end_ns, start_ns, end_ns, nullptr,
+               thread_id, 0, 0);
+  EventTable& e = t_.events;
+  e.step_id.push_back(step_id != nullptr ? *step_id : 0);
+  PushFlag(e.step_id_valid, step_id != nullptr);
+}
+
+void TraceSink::EndXLine(int32_t device_index, uint32_t plane_name, uint32_t line_name,
+                         int64_t line_id, size_t first_event) {
+  EndDevice(device_index, plane_name, first_event, t_.thread_names.size());
+  DeviceTable& d = t_.devices;
+  d.line[device_index] = line_name;
+  d.line_valid[device_index] = 1;
+  d.line_id[device_index] = line_id;
+  d.line_id_valid[device_index] = 1;
+  d.kind_code[device_index] =
+      static_cast<uint8_t>(ClassifyXLine(t_.pool.Get(plane_name), t_.pool.Get(line_name)));
+}
+
+void TraceSink::DropEventsFrom(size_t first) {
+  // Every events column is a Column<T> (no strings or lists); Derived ones are still empty.
+  t_.events.ForEachColumn([first](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
+    if (column.size() > first) column.resize(first);
+    if (valid != nullptr && valid->size() > first) valid->resize(first);
+  });
 }
 
 namespace {

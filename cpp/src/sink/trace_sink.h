@@ -192,6 +192,18 @@ class TraceSink {
   const char* EndEvent(int32_t device_index, const EventFields& f);
   static constexpr const char* kTimeOutOfRange = "event time out of range: nanoseconds overflow int64";
 
+  // An event whose times, label and op the importer derived (XSpace): op_start/op_end are
+  // start/end, no scheduled time, no memory sizes. `op`: kInvalidUtf8 for none; `step_id`:
+  // nullptr for none.
+  void AddTimedEvent(int32_t device_index, uint32_t node_name, uint32_t label, uint32_t op,
+                     int64_t start_ns, int64_t end_ns, uint32_t thread_id, const int64_t* step_id);
+  // Ends an XSpace line's device block: its device is the plane's name, its kind from the
+  // plane and line names (ClassifyXLine).
+  void EndXLine(int32_t device_index, uint32_t plane_name, uint32_t line_name, int64_t line_id,
+                size_t first_event);
+  // Forgets the events from row `first` on (a line handed again, see xspace_visitor.h).
+  void DropEventsFrom(size_t first);
+
   // Tensors: dims are appended as met, then EndTensor closes the row.
   void AddDim(int64_t size) { t_.tensors.shape.values.push_back(size); }
   void EndTensor(int64_t event_id, int32_t output_index, const TensorFields& f);
@@ -249,6 +261,11 @@ class TraceSink {
   void Finish();
 
  private:
+  // Appends an events row but its step_id (`op`: kInvalidUtf8 for none; `scheduled`: nullptr).
+  void PushEventRow(int32_t device_index, uint32_t node_name, uint32_t op, uint32_t label,
+                    int64_t start, int64_t end, int64_t op_start, int64_t op_end,
+                    const int64_t* scheduled, uint32_t thread_id, int64_t temp_memory_size,
+                    int64_t persistent_memory_size);
   uint32_t DtypeId(int32_t dtype);
   uint32_t OpFor(const EventFields& f, uint32_t label);
   uint32_t LabelFor(const EventFields& f);

@@ -53,30 +53,46 @@
   COLUMN(device_index, Int32, DeviceRef, "Position of the block: 0, 1, ... in file order.")      \
   COLUMN(device, DictString, StringId,                                                           \
          "The device: DeviceStepStats.device, an XPlane's name, a Chrome process name.")         \
+  NULLABLE(line, DictString, StringId,                                                           \
+           "The XLine's name (a host thread, a device stream, \"XLA Ops\"); null for StepStats.") \
+  NULLABLE(line_id, Int64, Plain, "The XLine's id; null for StepStats.")                         \
   COLUMN(kind_code, UInt8, Internal, "DeviceKind of the block, for the queries.")                \
   COLUMN(kind, String, Derived,                                                                  \
-         "What the block holds: executor, stream, stream_all, memcpy or other (its name's "     \
-         "form).")                                                                               \
+         "What the block holds. StepStats, by its name's form: executor, stream, stream_all, "  \
+         "memcpy or other. XSpace, by plane and line name: host_thread (a /host: plane); on a " \
+         "/device: plane xla_ops, xla_modules, xla_async_ops, steps, derived (lines XProf "     \
+         "derives) or stream; other elsewhere.")                                                 \
   COLUMN(n_events, Int64, Plain, "Events of the block.")
 
 #define TRACECORE_COLUMNS_events(COLUMN, NULLABLE, OPTIONAL)                                     \
   COLUMN(event_id, Int64, Derived, "Row number: 0, 1, ... in file order.")                       \
   COLUMN(device_index, Int32, DeviceRef, "The event's device block (devices.device_index).")     \
   COLUMN(device, DictString, StringId, "The block's device name.")                               \
-  COLUMN(node_name, DictString, StringId, "The node (op instance) name.")                        \
+  COLUMN(node_name, DictString, StringId,                                                        \
+         "The node (op instance) name; XSpace: the event metadata's name.")                      \
   NULLABLE(op, DictString, StringId,                                                             \
            "The op type: Op of a label \"name = Op(...)\" (after a leading \"[...] \" prefix), " \
-           "else what follows the last ':' of the node name; null when neither gives one.")      \
-  COLUMN(timeline_label, DictString, StringId, "The timeline label (\"\" when absent).")         \
-  COLUMN(start_ns, Int64, Plain, "Start, ns since the epoch (all_start).")                       \
-  COLUMN(end_ns, Int64, Plain, "End, ns (all_start + all_end_rel).")                             \
+           "else what follows the last ':' of the node name; null when neither gives one. "     \
+           "XSpace: hlo_category, else hlo_op without its \".<n>\", else the OpType of a "      \
+           "TensorFlow \"scope/name:OpType\".")                                                  \
+  COLUMN(timeline_label, DictString, StringId,                                                   \
+         "The timeline label (\"\" when absent); XSpace: the event metadata's display_name.")    \
+  COLUMN(start_ns, Int64, Plain,                                                                 \
+         "Start, ns since the epoch (all_start); XSpace: floor((line timestamp_ns * 1000 + "    \
+         "offset_ps) / 1000).")                                                                  \
+  COLUMN(end_ns, Int64, Plain,                                                                   \
+         "End, ns (all_start + all_end_rel); XSpace: as start_ns, with + duration_ps.")          \
   COLUMN(op_start_ns, Int64, Plain, "Start of the op's own work, ns.")                           \
   COLUMN(op_end_ns, Int64, Plain, "End of the op's own work, ns.")                               \
   NULLABLE(scheduled_ns, Int64, Plain, "When the op was scheduled, ns; null when not recorded.") \
-  COLUMN(thread_id, UInt32, Plain, "The thread that ran it.")                                    \
+  COLUMN(thread_id, UInt32, Plain, "The thread that ran it; XSpace: the line id (0 outside uint32).") \
   COLUMN(temp_memory_size, Int64, Plain, "MemoryStats.temp_memory_size (0 when absent).")        \
   COLUMN(persistent_memory_size, Int64, Plain,                                                   \
-         "MemoryStats.persistent_memory_size (0 when absent).")
+         "MemoryStats.persistent_memory_size (0 when absent).")                                  \
+  OPTIONAL(step_id, Int64, Plain,                                                                \
+           "XSpace: the step, the first of the stats group_id, step_num, iter_num the event "   \
+           "has (its own, then its metadata's); null when none. (Not `step`: a TraceSet's "     \
+           "key column has that name.)")
 
 #define TRACECORE_COLUMNS_tensors(COLUMN, NULLABLE, OPTIONAL)                                    \
   COLUMN(event_id, Int64, EventRef, "The event that produced it.")                               \

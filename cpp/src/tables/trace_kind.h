@@ -9,23 +9,31 @@ enum class TraceKind : uint8_t {
   kUnknown = 0,  // not decided yet (a parse that has met no known top-level field)
   kStepStats,
   kRunMetadata,
+  kXSpace,
 };
 
-enum class Encoding : uint8_t { kText, kBinary };
+// kText, kBinary: StepStats / RunMetadata in protobuf text or wire format; kXSpace: an XSpace.
+enum class Encoding : uint8_t { kText, kBinary, kXSpace };
 
-// "StepStats", "RunMetadata" ("" for kUnknown): the names Python shows as Trace.kind.
+// "StepStats", "RunMetadata", "XSpace" ("" for kUnknown): the names Python shows as Trace.kind.
 inline const char* TraceKindName(TraceKind kind) {
   switch (kind) {
     case TraceKind::kUnknown: return "";
     case TraceKind::kStepStats: return "StepStats";
     case TraceKind::kRunMetadata: return "RunMetadata";
+    case TraceKind::kXSpace: return "XSpace";
   }
   return "";
 }
 
-// "text", "binary": the names Python shows as Trace.format.
+// "text", "binary", "xspace": the names Python shows as Trace.format (and `format=` takes).
 inline const char* EncodingName(Encoding encoding) {
-  return encoding == Encoding::kText ? "text" : "binary";
+  switch (encoding) {
+    case Encoding::kText: return "text";
+    case Encoding::kBinary: return "binary";
+    case Encoding::kXSpace: return "xspace";
+  }
+  return "binary";
 }
 
 }  // namespace tracecore

@@ -17,8 +17,21 @@
 
 namespace tracecore {
 
-// What a device block holds (devices.kind_code; devices.kind is its name).
-enum class DeviceKind : uint8_t { kExecutor = 0, kStream, kStreamAll, kMemcpy, kOther };
+// What a device block holds (devices.kind_code; devices.kind is its name). The first five are
+// StepStats blocks (and kStream, kOther XSpace lines too); the others XSpace lines.
+enum class DeviceKind : uint8_t {
+  kExecutor = 0,
+  kStream,
+  kStreamAll,
+  kMemcpy,
+  kOther,
+  kHostThread,   // a line of a /host: plane
+  kXlaOps,       // "XLA Ops" of a /device: plane
+  kXlaModules,   // "XLA Modules"
+  kXlaAsyncOps,  // "Async XLA Ops"
+  kSteps,        // "Steps"
+  kDerived,      // the other lines XProf derives: framework ops, name scopes, source code
+};
 
 inline const char* DeviceKindName(DeviceKind kind) {
   switch (kind) {
@@ -27,6 +40,12 @@ inline const char* DeviceKindName(DeviceKind kind) {
     case DeviceKind::kStreamAll: return "stream_all";
     case DeviceKind::kMemcpy: return "memcpy";
     case DeviceKind::kOther: return "other";
+    case DeviceKind::kHostThread: return "host_thread";
+    case DeviceKind::kXlaOps: return "xla_ops";
+    case DeviceKind::kXlaModules: return "xla_modules";
+    case DeviceKind::kXlaAsyncOps: return "xla_async_ops";
+    case DeviceKind::kSteps: return "steps";
+    case DeviceKind::kDerived: return "derived";
   }
   return "other";
 }

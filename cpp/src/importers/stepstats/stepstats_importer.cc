@@ -27,12 +27,7 @@ void RunChunks(size_t n, const Fn& fn) {
 }
 
 // Releases pages of `file` (nothing when it is not mapped): for ReleaseBehind.
-ReleaseBehind::Release FileRelease(const MappedFile& file) {
-  if (!file.is_mapped()) return {};
-  return [&file](const char* from, const char* to) {
-    file.ReleaseConsumed(static_cast<size_t>(from - file.data()), static_cast<size_t>(to - file.data()));
-  };
-}
+ReleaseBehind::Release FileRelease(const MappedFile& file) { return file.ConsumedRelease(); }
 
 // Gives a builder that parses [begin, ...) of `file` the means to release consumed pages.
 void ReleaseAsConsumed(const MappedFile& file, const char* begin, TraceSink& builder) {
