@@ -46,9 +46,13 @@ const std::string kWireDump = std::string("\x0a\x0f\x0a\x0d", 4) + "/device:CPU:
 }  // namespace
 
 TEST(FormatRegistry, TheFormatsAndTheirNames) {
-  ASSERT_EQ(tracecore::Formats().size(), 2u);
+  // In the order detection asks them: text, XSpace (by structure), then binary, the format of
+  // last resort.
+  ASSERT_EQ(tracecore::Formats().size(), 3u);
   EXPECT_EQ(std::string(FormatName(Format::kStepStatsText)), "text");
+  EXPECT_EQ(std::string(FormatName(Format::kXSpace)), "xspace");
   EXPECT_EQ(std::string(FormatName(Format::kStepStatsBinary)), "binary");
+  EXPECT_EQ(std::string(tracecore::Formats()[1].name), "xspace");
 }
 
 TEST(FormatRegistry, TextIsRecognisedByItsFirstCharacter) {
@@ -103,7 +107,7 @@ TEST(FormatRegistry, ANamedFormatIsReadAsNamedWithoutFallback) {
   EXPECT_THROW_WITH(Parse(kWireDump, "text"), TraceFormatError,
                     "line 2, column 1: expected a field name, got '\\x0f'");
   EXPECT_THROW_WITH(Parse("dev_stats {}", "json"), std::invalid_argument,
-                    "format must be one of 'auto', 'text', 'binary', not 'json'");
+                    "format must be one of 'auto', 'text', 'xspace', 'binary', not 'json'");
   OpenOptions negative;
   negative.threads = -1;
   EXPECT_THROW_WITH(ParseTrace(*MappedFile::FromBuffer("dev_stats {}"), negative),
