@@ -156,6 +156,12 @@ RICH_COUNTS = {
 }
 
 
+def table_file(out: Path, table: str) -> Path:
+    """The file of ``table`` in the export ``out`` (as its tracecore.json names it)."""
+    meta = json.loads((out / "tracecore.json").read_text())
+    return out / meta["tables"][table]
+
+
 @pytest.fixture
 def rich_path(tmp_path: Path) -> Path:
     path = tmp_path / "rich.pbtxt"
@@ -195,7 +201,10 @@ def test_parquet_round_trip_every_table(which: str, rich_path: Path, tmp_path: P
     t = tracecore.open(source)
     out = t.to_parquet(tmp_path / "pq")
     names = sorted(p.name for p in out.iterdir())
-    assert names == sorted([f"{n}.parquet" for n in t.table_names] + ["tracecore.json"])
+    files = sorted(table_file(out, n).name for n in t.table_names)
+    assert names == sorted([*files, ".tracecore.lock", "tracecore.json"])
+    for n in t.table_names:
+        assert re.fullmatch(rf"{n}\.[0-9a-f]{{16}}\.parquet", table_file(out, n).name)
 
     back = tracecore.open(out)
     assert isinstance(back, tracecore.Trace)
@@ -224,11 +233,12 @@ def test_parquet_metadata_file(rich_path: Path, tmp_path: Path) -> None:
 def test_parquet_keeps_dictionary_encoding(tmp_path: Path) -> None:
     t = tracecore.open(SEED0)
     out = t.to_parquet(tmp_path / "pq", compression="snappy")
-    schema = pq.read_schema(out / "events.parquet")
+    schema = pq.read_schema(table_file(out, "events"))
     for column in ("device", "node_name", "op"):
         assert schema.field(column).type == pa.dictionary(pa.int32(), pa.string())
     # Parquet-level dictionary pages too, not only the stored Arrow schema.
-    encodings = pq.ParquetFile(out / "events.parquet").metadata.row_group(0).column(3).encodings
+    metadata = pq.ParquetFile(table_file(out, "events")).metadata
+    encodings = metadata.row_group(0).column(3).encodings
     assert any("DICTIONARY" in e for e in encodings)
     back = tracecore.open(out)
     node_name = back.events["node_name"].chunk(0)
@@ -239,7 +249,7 @@ def test_parquet_keeps_dictionary_encoding(tmp_path: Path) -> None:
 def test_parquet_stores_raw_events_and_name_columns_are_derived_again(tmp_path: Path) -> None:
     t = tracecore.open(SEED0)
     out = t.to_parquet(tmp_path / "pq")
-    stored = pq.read_schema(out / "events.parquet").names
+    stored = pq.read_schema(table_file(out, "events")).names
     assert stored == t.table("events").column_names  # the raw table, no derived columns
     back = tracecore.open(out)
     assert back.events.column_names == t.events.column_names
@@ -325,8 +335,9 @@ def test_open_dir_errors(tmp_path: Path) -> None:
         tracecore.open(out)
     (out / "tracecore.json").write_text(good)
     assert len(tracecore.open(out)) == 292
-    (out / "tensors.parquet").unlink()
-    with pytest.raises(tracecore.TraceFormatError, match="missing tensors.parquet"):
+    table_file(out, "tensors").unlink()
+    missing = r"missing tensors\.[0-9a-f]{16}\.parquet \(named by tracecore.json"
+    with pytest.raises(tracecore.TraceFormatError, match=missing):
         tracecore.open(out)
 
 
@@ -349,21 +360,21 @@ def test_duckdb_reads_the_parquet_files(tmp_path: Path) -> None:
     out = t.to_parquet(tmp_path / "pq")
     con = duckdb.connect()
     n, total = con.execute(
-        f"SELECT count(*), sum(end_ns - start_ns) FROM read_parquet('{out / 'events.parquet'}')"
+        f"SELECT count(*), sum(end_ns - start_ns) FROM read_parquet('{table_file(out, 'events')}')"
     ).fetchone()
     assert (n, int(total)) == (
         2087,
         int(pc.sum(pc.subtract(t.events["end_ns"], t.events["start_ns"])).as_py()),
     )
     rows = con.execute(
-        f"SELECT op, count(*) AS n FROM read_parquet('{out / 'events.parquet'}') "
+        f"SELECT op, count(*) AS n FROM read_parquet('{table_file(out, 'events')}') "
         "GROUP BY op ORDER BY n DESC, op LIMIT 2"
     ).fetchall()
     assert rows == [("LSTMBlockCellGrad", 360), ("LSTMBlockCell", 280)]
     # Joins across files: bytes allocated per op on GPU_0_bfc.
     (gpu_bytes,) = con.execute(
-        f"SELECT sum(r.bytes) FROM read_parquet('{out / 'alloc_records.parquet'}') r "
-        f"JOIN read_parquet('{out / 'events.parquet'}') e USING (event_id) "
+        f"SELECT sum(r.bytes) FROM read_parquet('{table_file(out, 'alloc_records')}') r "
+        f"JOIN read_parquet('{table_file(out, 'events')}') e USING (event_id) "
         "WHERE r.allocator = 'GPU_0_bfc' AND r.bytes > 0"
     ).fetchone()
     records = t.alloc_records
@@ -383,7 +394,7 @@ def test_op_counts_by_duckdb_match_pyarrow(tmp_path: Path) -> None:
     got = dict(
         con.execute(
             "SELECT coalesce(op, '(none)'), count(*) "
-            f"FROM read_parquet('{out / 'events.parquet'}') GROUP BY 1"
+            f"FROM read_parquet('{table_file(out, 'events')}') GROUP BY 1"
         ).fetchall()
     )
     con.close()
@@ -395,10 +406,10 @@ def test_polars_and_pyarrow_dataset_read_the_parquet_files(tmp_path: Path) -> No
     pl = pytest.importorskip("polars")
     t = tracecore.open(SEED1)
     out = t.to_parquet(tmp_path / "pq")
-    frame = pl.read_parquet(out / "tensors.parquet")
+    frame = pl.read_parquet(table_file(out, "tensors"))
     assert frame.height == 285
     assert frame["requested_bytes"].sum() == pc.sum(t.tensors["requested_bytes"]).as_py()
-    dataset = ds.dataset(out / "alloc_records.parquet", format="parquet")
+    dataset = ds.dataset(table_file(out, "alloc_records"), format="parquet")
     assert dataset.count_rows() == 328
     gpu = dataset.to_table(filter=ds.field("allocator") == "GPU_0_bfc")
     assert (

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,13 @@ KILLS = 20  # kill points per writer
 
 
 # --- helpers of the subprocess side ----------------------------------------------------------
+
+
+def check(condition: object, what: object = None) -> None:
+    """``assert`` that ``python -O`` does not strip (the scenarios run in a subprocess that
+    inherits PYTHONOPTIMIZE)."""
+    if not condition:
+        raise AssertionError(what)
 
 
 def two_device_dump(path: Path) -> Path:
@@ -132,7 +140,7 @@ def corrupt_cache(which: str, work: Path) -> dict[str, Any]:
             opens += 1
             cache._store = store if opens % 25 == 0 else (lambda *args: None)  # type: ignore
             t = tracecore.open(source, cache=True)
-            assert clean.same(t), f"{path.name}: {what}: other values"
+            check(clean.same(t), f"{path.name}: {what}: other values")
             seen["cached" if t.stats.get("loaded_from") == "cache" else "parsed"] += 1
     cache._store = store
     return report
@@ -148,24 +156,26 @@ def corrupt_parquet(which: str, work: Path) -> dict[str, Any]:
     trace = tracecore.open(source)
     clean = Clean(trace)
     out = trace.to_parquet(work / "pq")
-    pristine = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    named = json.loads((out / "tracecore.json").read_text())["tables"].values()
+    pristine = {name: (out / name).read_bytes() for name in sorted([*named, "tracecore.json"])}
     rng = random.Random(f"parquet-{which}")
     report: dict[str, dict[str, int]] = {}
     for name, data in pristine.items():
-        seen = report.setdefault(name, {"error": 0, "same": 0, "checksum": 0})
+        key = re.sub(r"\.[0-9a-f]{16}\.parquet$", ".parquet", name)  # the table's name
+        seen = report.setdefault(key, {"error": 0, "same": 0, "checksum": 0})
         for _ in range(OFFSETS):
             what = corrupt(out / name, data, rng)
             try:
                 back = tracecore.open(out)
             except tracecore.TraceFormatError as e:
-                assert name in str(e), f"{name}: {what}: {e}"
+                check(name in str(e), f"{name}: {what}: {e}")
                 seen["error"] += 1
                 seen["checksum"] += "checksum does not match" in str(e)
             else:
-                assert clean.same(back), f"{name}: {what}: other values"
+                check(clean.same(back), f"{name}: {what}: other values")
                 seen["same"] += 1
         (out / name).write_bytes(data)
-    assert clean.same(tracecore.open(out))
+    check(clean.same(tracecore.open(out)))
     return report
 
 
@@ -181,15 +191,15 @@ def truncate_under_reader(which: str, work: Path) -> dict[str, Any]:
     clean = Clean(tracecore.open(source))
     tracecore.open(source, cache=True)
     cached = tracecore.open(source, cache=True)
-    assert cached.stats["loaded_from"] == "cache"
+    check(cached.stats["loaded_from"] == "cache")
     out = cached.to_parquet(work / "pq")
     exported = tracecore.open(out)
     tables = [*cache.entry_dir(source).glob("*.arrow"), *out.glob("*.parquet")]
     for path in tables:
         os.truncate(path, path.stat().st_size // 2)
-    assert clean.same(cached) and clean.same(exported)
+    check(clean.same(cached) and clean.same(exported))
     again = tracecore.open(source, cache=True)
-    assert "loaded_from" not in again.stats and clean.same(again)
+    check("loaded_from" not in again.stats and clean.same(again))
     try:
         tracecore.open(out)
     except tracecore.TraceFormatError as e:
@@ -246,7 +256,7 @@ def kill_points(write: Callable[[], object], marker: str, rng: random.Random) ->
     with os.fdopen(read) as f:
         total, before_marker = json.loads(f.read())
     os.waitpid(pid, 0)
-    assert 0 < before_marker < total - KILLS, (before_marker, total)
+    check(0 < before_marker < total - KILLS, (before_marker, total))
     points = set(rng.sample(range(1, total + 1), KILLS // 2))
     points.add(total)  # the last step: the result is in place
     while len(points) < KILLS:
@@ -263,7 +273,7 @@ def kill_once(k: int, write: Callable[[], object]) -> None:
         finally:
             os._exit(3)  # got to the end: the parent reports it
     _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (k, status)
+    check(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (k, status))
 
 
 def killed(
@@ -307,20 +317,34 @@ def kill_cache_writes(work: Path) -> dict[str, Any]:
     for k in killed(reset, write, "iterdir", "kill-cache"):
         left = sorted(p.name for p in root.iterdir())
         t = tracecore.open(source, cache=True)
-        assert clean_b.same(t), k
+        check(clean_b.same(t), k)
         outcomes.append({"k": k, "left": left, "hit": t.stats.get("loaded_from") == "cache"})
         os.utime(source, ns=(3_000_000_000, 3_000_000_000))  # the next write
         t = tracecore.open(source, cache=True)
-        assert clean_b.same(t), k
-        names = sorted(p.name for p in root.iterdir())
-        assert len(names) == 1 and not names[0].startswith("."), (k, names)
+        check(clean_b.same(t), k)
+        names = sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
+        # Temporaries of ours left: only those of a writer killed before it made its lock
+        # file or after it removed it (kept for STALE_UNLOCKED_SECONDS: no lock tells).
+        temps = [p for p in root.iterdir() if p.name.startswith(".")]
+        locked = [p.name for p in temps if (p / ".lock").exists()]
+        check(len(names) == 1 and not locked, (k, names, locked))
     return {"outcomes": outcomes}
 
 
+def ours(out: Path) -> tuple[list[str], list[str]]:
+    """The files of the export ``out``: those its tracecore.json names (with it), and the
+    others of our naming (left by a killed export)."""
+    named = set(json.loads((out / "tracecore.json").read_text())["tables"].values())
+    pattern = r"\w+\.[0-9a-f]{16}\.parquet|\.tracecore\.json\.[0-9a-f]{16}\.tmp"
+    others = sorted(p.name for p in out.iterdir() if p.name not in named)
+    left = [n for n in others if re.fullmatch(pattern, n)]
+    return sorted(named), left
+
+
 def kill_exports(work: Path) -> dict[str, Any]:
-    """A directory holds the export of trace A; the export of trace B into it is killed at
-    KILLS points. The next open gives all of A or all of B; the next export leaves no
-    temporary directory."""
+    """A directory holds the export of trace A and a file of the user's; the export of trace B
+    into it is killed at KILLS points. The next open gives all of A or all of B; the next
+    export leaves only its own files and the user's, in the same directory (same inode)."""
     import tracecore
 
     a = tracecore.open(two_device_dump(work / "a.pbtxt"))
@@ -330,22 +354,29 @@ def kill_exports(work: Path) -> dict[str, Any]:
 
     def reset() -> None:
         shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
         a.to_parquet(out)
 
     def write() -> object:
         return b.to_parquet(out)
 
     outcomes = []
-    for k in killed(reset, write, "replace_dir", "kill-export"):
-        left = sorted(p.name for p in work.iterdir() if p.name.startswith(".pq."))
+    for k in killed(reset, write, "_commit", "kill-export"):
+        inode = out.stat().st_ino
+        left = ours(out)[1]
         back = tracecore.open(out)
         seen = "A" if clean_a.same(back) else "B" if clean_b.same(back) else None
-        assert seen is not None, (k, "a mix")
+        check(seen is not None, (k, "a mix"))
         outcomes.append({"k": k, "left": left, "seen": seen})
         b.to_parquet(out)  # the next write
-        assert clean_b.same(tracecore.open(out)), k
-        temps = [p.name for p in work.iterdir() if p.name.startswith(".pq.")]
-        assert temps == [], (k, temps)
+        check(clean_b.same(tracecore.open(out)), k)
+        named, left = ours(out)
+        everything = sorted(p.name for p in out.iterdir())
+        expected = sorted([*named, ".tracecore.lock", "notes.txt", "tracecore.json"])
+        check(left == [] and everything == expected, (k, everything))
+        check(out.stat().st_ino == inode and (out / "notes.txt").read_text() == "mine", k)
+        check(sorted(p.name for p in work.iterdir()) == ["a.pbtxt", "pq"], k)
     return {"outcomes": outcomes}
 
 
@@ -417,7 +448,8 @@ def test_corrupt_stored_files(store: str, which: str, tmp_path: Path) -> None:
 def test_files_truncated_under_a_reader(which: str, tmp_path: Path) -> None:
     report = run("truncate", tmp_path, which)
     assert report["truncated"] == 2 * len(TABLE_NAMES)
-    assert re.search(r"/pq/\w+\.parquet: \d+ bytes where \d+ were written", report["export_error"])
+    pattern = r"/pq/\w+\.[0-9a-f]{16}\.parquet: \d+ bytes where \d+ were written"
+    assert re.search(pattern, report["export_error"])
 
 
 def test_killed_cache_writes(tmp_path: Path) -> None:
@@ -435,66 +467,275 @@ def test_killed_exports(tmp_path: Path) -> None:
     assert seen == {"A", "B"}, report["outcomes"]
 
 
-def test_stale_temporaries_are_removed_live_ones_kept(tmp_path: Path) -> None:
+def test_stale_temporaries_are_those_whose_lock_is_free(tmp_path: Path) -> None:
+    """A temporary directory is stale when its lock file can be locked (whatever pid its name
+    gives, however old it is), or when it has no lock file and is older than an hour."""
+    import fcntl
+
     import tracecore.stored as stored
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead_pid = int(dead.stdout)
     names = {
-        "dead": f".tmp-{dead_pid}-aaaa",
-        "live": f".tmp-{os.getppid()}-bbbb",
-        "ours": f".tmp-{os.getpid()}-cccc",
-        "unknown_recent": ".tmp-xyz",
-        "unknown_old": ".tmp-old",
-        "live_old": f".tmp-{os.getppid()}-dddd",
+        "locked_dead_pid_old": f".tmp-{dead_pid}-aaaa",  # a live writer elsewhere
+        "unlocked_live_pid_new": f".tmp-{os.getpid()}-bbbb",  # a killed writer's
+        "no_lock_new": ".tmp-cccc",
+        "no_lock_old": ".tmp-dddd",
         "other": "entry-dir",
     }
     for name in names.values():
         (tmp_path / name).mkdir()
         (tmp_path / name / "events.arrow").write_bytes(b"x")
-    old = os.stat(tmp_path).st_mtime - 2 * stored.STALE_TEMP_SECONDS
-    for key in ("unknown_old", "live_old"):
-        os.utime(tmp_path / names[key], (old, old))
-    removed = stored.remove_stale_temps(tmp_path, [".tmp-"])
-    gone = {names[k] for k in ("dead", "unknown_old", "live_old")}
+    for key in ("locked_dead_pid_old", "unlocked_live_pid_new"):
+        (tmp_path / names[key] / stored.LOCK_FILE).write_bytes(b"")
+    held = os.open(tmp_path / names["locked_dead_pid_old"] / stored.LOCK_FILE, os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        old = os.stat(tmp_path).st_mtime - 2 * stored.STALE_UNLOCKED_SECONDS
+        for key in ("no_lock_old", "locked_dead_pid_old"):
+            os.utime(tmp_path / names[key], (old, old))
+        removed = stored.remove_stale_temps(tmp_path, [".tmp-"])
+    finally:
+        os.close(held)
+    gone = {names[k] for k in ("unlocked_live_pid_new", "no_lock_old")}
     assert sorted(p.name for p in removed) == sorted(gone)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(set(names.values()) - gone)
 
 
-@pytest.mark.parametrize("exchange", [True, False])
-def test_export_replaces_an_export_whole(
-    exchange: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Over an existing export: swapped in one step, or (no RENAME_EXCHANGE) renamed aside and
-    replaced; either way the new tables, and nothing left beside the directory."""
-    import tracecore
+def test_a_writers_temporary_is_locked_and_private(tmp_path: Path) -> None:
+    """While a cache write runs, another process's cleanup keeps its temporary directory; the
+    directory (and so the entry renamed from it) has mode 0o700."""
     import tracecore.stored as stored
 
-    if not exchange:
-        monkeypatch.setattr(stored, "_exchange", lambda a, b: False)
+    path, lock = stored.new_temp_dir(tmp_path, ".tmp-")
+    try:
+        assert os.stat(path).st_mode & 0o777 == 0o700
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; import tracecore.stored as s; "
+                "print(len(s.remove_stale_temps(Path(sys.argv[1]), ['.tmp-'])))",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert other.stdout.strip() == "0" and path.is_dir()
+    finally:
+        os.close(lock)
+    assert stored.remove_stale_temps(tmp_path, [".tmp-"]) == [path]
+
+
+def test_cache_entries_are_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracecore
+    from tracecore import cache
+
+    monkeypatch.setenv("TRACECORE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(os, "umask", os.umask)  # restored below whatever happens
+    before = os.umask(0o022)
+    try:
+        tracecore.open(SEED0, cache=True)
+    finally:
+        os.umask(before)
+    entry = cache.entry_dir(SEED0)
+    assert os.stat(entry).st_mode & 0o777 == 0o700
+    assert sorted(p.name for p in entry.iterdir()) == sorted(
+        [f"{n}.arrow" for n in TABLE_NAMES] + ["manifest.json"]
+    )
+
+
+def test_cache_under_a_non_utf8_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache directory whose name is not UTF-8 (Latin-1 here) is written and read back."""
+    import tracecore
+
+    root = os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9")
+    monkeypatch.setenv("TRACECORE_CACHE_DIR", root)
+    first = tracecore.open(SEED0, cache=True)
+    second = tracecore.open(SEED0, cache=True)
+    assert "loaded_from" not in first.stats
+    assert second.stats["loaded_from"] == "cache"
+    assert Clean(first).same(second)
+
+
+def test_export_replaces_an_export_in_place(tmp_path: Path) -> None:
+    """Over an existing export: the new tables, in the same directory (inode and mode kept),
+    the old export's files removed, the user's files kept, nothing written beside it."""
+    import tracecore
+
     a = tracecore.open(two_device_dump(tmp_path / "a.pbtxt"))
     b = tracecore.open(SEED0)
     out = tmp_path / "pq"
-    a.to_parquet(out)
+    out.mkdir(mode=0o750)
+    os.chmod(out, 0o750)
+    (out / "notes.txt").write_text("mine")
+    (out / "events.parquet").write_bytes(b"not ours: no tracecore.json names it")
+    inode = out.stat().st_ino
+    assert a.to_parquet(out) == out
+    first = set(json.loads((out / "tracecore.json").read_text())["tables"].values())
     assert Clean(a).same(tracecore.open(out))
     assert b.to_parquet(out) == out
+    second = set(json.loads((out / "tracecore.json").read_text())["tables"].values())
     assert Clean(b).same(tracecore.open(out))
+    assert not first & second
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*second, ".tracecore.lock", "events.parquet", "notes.txt", "tracecore.json"]
+    )
+    assert (out / "notes.txt").read_text() == "mine"
+    assert out.stat().st_ino == inode and out.stat().st_mode & 0o777 == 0o750
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pbtxt", "pq"]
 
 
-def test_export_refuses_a_directory_with_other_files(tmp_path: Path) -> None:
+def test_export_into_the_working_directory_and_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tracecore
 
     t = tracecore.open(SEED0)
-    (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(FileExistsError, match="'notes.txt'.*choose a new or empty directory"):
-        t.to_parquet(tmp_path)
-    assert (tmp_path / "notes.txt").read_text() == "mine"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert Clean(t).same(tracecore.open(t.to_parquet(empty)))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert t.to_parquet(".") == Path(".")
+    assert os.getcwd() == str(work) and os.path.samefile(".", work)
+    assert Clean(t).same(tracecore.open("."))
+    (tmp_path / "link").symlink_to(work)
+    assert t.to_parquet(tmp_path / "link") == tmp_path / "link"
+    assert (tmp_path / "link").is_symlink()
+    assert Clean(t).same(tracecore.open(work))
+
+
+def test_export_into_a_directory_whose_parent_is_read_only(tmp_path: Path) -> None:
+    """The user may write the export directory but not its parent (as root, who may write
+    anything, the export runs in a forked child that becomes another user)."""
+    import pyarrow.parquet  # noqa: F401 - imported before the fork: the child may not read it
+
+    import tracecore
+
+    t = tracecore.open(SEED0)
+    base = Path(tempfile.mkdtemp(prefix="tracecore-ro-"))
+    parent = base / "parent"
+    out = parent / "pq"
+    try:
+        os.chmod(base, 0o755)
+        out.mkdir(parents=True)
+        user = 65534 if os.geteuid() == 0 else None
+        if user is not None:
+            os.chown(out, user, user)
+        os.chmod(parent, 0o555)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                if user is not None:
+                    os.setgroups([])
+                    os.setgid(user)
+                    os.setuid(user)
+                t.to_parquet(out)
+                t.to_parquet(out)
+                code = 0 if Clean(t).same(tracecore.open(out)) else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        assert sorted(p.name for p in parent.iterdir()) == ["pq"]
+    finally:
+        os.chmod(parent, 0o755)
+        shutil.rmtree(base)
+
+
+def _rewrite_meta(out: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    from tracecore import parquet
+
+    meta = json.loads((out / "tracecore.json").read_text())
+    change(meta)
+    meta["checksum"] = parquet._meta_checksum(meta)
+    (out / "tracecore.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["outside", "absolute", "not_a_string", "size_text", "crc_float", "crc_bool", "no_bytes"],
+)
+def test_export_metadata_naming_bad_files(bad: str, tmp_path: Path) -> None:
+    """A tracecore.json (with a right checksum) whose table files are not plain names in the
+    directory, or whose checksums are not integers, is a TraceFormatError; nothing outside the
+    directory is read."""
+    import tracecore
+
+    t = tracecore.open(SEED0)
+    outside = t.to_parquet(tmp_path / "other")
+    out = t.to_parquet(tmp_path / "pq")
+    other_events = json.loads((outside / "tracecore.json").read_text())["tables"]["events"]
+
+    def change(meta: dict[str, Any]) -> None:
+        events = meta["tables"]["events"]
+        info = meta["files"][events]
+        if bad == "outside":  # the same bytes, in the sibling export
+            meta["tables"]["events"] = f"../other/{other_events}"
+            meta["files"][other_events] = meta["files"][events]
+            meta["files"][other_events]["crc32c"] = json.loads(
+                (outside / "tracecore.json").read_text()
+            )["files"][other_events]["crc32c"]
+        elif bad == "absolute":
+            meta["tables"]["events"] = str(outside / other_events)
+            meta["files"][other_events] = info
+        elif bad == "not_a_string":
+            meta["tables"]["events"] = 5
+        elif bad == "size_text":
+            info["bytes"] = str(info["bytes"])
+        elif bad == "crc_float":
+            info["crc32c"] = float(info["crc32c"])
+        elif bad == "crc_bool":
+            info["crc32c"] = True
+        else:
+            del info["bytes"]
+
+    _rewrite_meta(out, change)
+    with pytest.raises(tracecore.TraceFormatError, match="tracecore.json: "):
+        tracecore.open(out)
+
+
+def test_export_replaced_while_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that read the old tracecore.json and then finds a file gone says why."""
+    import tracecore
+    from tracecore import parquet
+
+    a = tracecore.open(two_device_dump(tmp_path / "a.pbtxt"))
+    b = tracecore.open(SEED0)
+    out = a.to_parquet(tmp_path / "pq")
+    read = parquet.read_verified
+    calls = []
+
+    def replacing(path: Any, size: int, crc: int) -> Any:
+        calls.append(path)
+        if len(calls) == 2:
+            b.to_parquet(out)  # between the reads of two of the old export's files
+        return read(path, size, crc)
+
+    monkeypatch.setattr(parquet, "read_verified", replacing)
+    with pytest.raises(
+        tracecore.TraceFormatError, match="missing .*; the export was replaced while it was read"
+    ):
+        tracecore.open(out)
+    monkeypatch.setattr(parquet, "read_verified", read)
+    assert Clean(b).same(tracecore.open(out))
+
+
+def test_export_refuses_a_file(tmp_path: Path) -> None:
+    import tracecore
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(NotADirectoryError, match="exists and is not a directory"):
+        tracecore.open(SEED0).to_parquet(tmp_path / "f")
+    assert (tmp_path / "f").read_text() == "x"
 
 
 if __name__ == "__main__":

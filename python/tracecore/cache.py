@@ -20,9 +20,10 @@ the way) removes the entry and parses the file. The files are read into memory, 
 cache file truncated or rewritten while a trace uses its tables cannot fault the process. The
 check and the read cost one pass over the entry's bytes at memory speed (see bench/NOTES.md).
 
-Entries are written into a temporary directory ``.tmp-<pid>-<random>`` that is renamed into
-place once complete, so a crash or a concurrent reader never sees half an entry; the temporary
-directories of killed writers are removed by the next write (see
+Entries are written into a temporary directory ``.tmp-<pid>-<random>`` (mode 0o700) that is
+renamed into place once complete, so a crash or a concurrent reader never sees half an entry;
+its writer holds ``flock(LOCK_EX)`` on a lock file in it meanwhile, and the next write removes
+the temporary directories whose lock is free (their writer is gone; see
 :func:`.stored.remove_stale_temps`). The cache is best effort: if it cannot be written the
 trace is still returned.
 """
@@ -43,6 +44,7 @@ import pyarrow as pa
 from . import _core, _version
 from .parsing import parse_core
 from .stored import (
+    LOCK_FILE,
     compact_dictionaries,
     file_crc32c,
     new_temp_dir,
@@ -182,14 +184,16 @@ def _load(
 def _store(trace: Trace, root: Path, entry: Path, key: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(root, [TEMP_PREFIX])
-    tmp = new_temp_dir(root, TEMP_PREFIX)
+    tmp, lock = new_temp_dir(root, TEMP_PREFIX)
     try:
         files = {}
         for name in trace.table_names:
             table = compact_dictionaries(trace.table(name))
             file_name = f"{name}.arrow"
+            # Through a Python file: Arrow's own file system takes only UTF-8 path names.
             with (
-                pa.OSFile(str(tmp / file_name), "wb") as sink,
+                open(tmp / file_name, "wb") as out,
+                pa.PythonFile(out, mode="w") as sink,
                 pa.ipc.new_file(sink, table.schema) as writer,
             ):
                 writer.write_table(table)
@@ -213,7 +217,10 @@ def _store(trace: Trace, root: Path, entry: Path, key: str) -> None:
                 shutil.rmtree(old, ignore_errors=True)
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)
+        os.unlink(tmp / LOCK_FILE)  # the entry holds the tables and the manifest only
         os.replace(tmp, entry)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        os.close(lock)

@@ -32,7 +32,7 @@ from ._core import TraceFormatError
 from ._version import __version__
 from .intervals import group_stats, grouped_sum
 from .opening import open, sample_path
-from .parquet import PARQUET_CODECS
+from .parquet import PARQUET_CODECS, parquet_files
 from .parsing import FORMATS
 from .trace import Trace
 
@@ -428,7 +428,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     if args.parquet:
         out = t.to_parquet(args.parquet, compression=args.compression)
-        files = sorted(out.glob("*.parquet"))
+        files = parquet_files(out)
         size = sum(f.stat().st_size for f in files)
         print(
             f"wrote {len(files)} Parquet files + tracecore.json to {out} ({_mb(size)} MB, "

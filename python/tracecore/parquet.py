@@ -3,7 +3,7 @@
 
 Layout::
 
-    dir/events.parquet ... one file per table (see ``Trace.table_names``)
+    dir/events.<random>.parquet ... one file per table (see ``Trace.table_names``)
     dir/tracecore.json     source path, size, mtime, kind, format, versions, row counts, stats,
                            the size and CRC-32C of each Parquet file ("files"), and a sha256
                            of all of that ("checksum")
@@ -18,22 +18,31 @@ come from the files, and its queries re-parse the source file while it is unchan
 Verified and whole: reading back checks ``tracecore.json`` against its own checksum and each
 file's size and CRC-32C over all its bytes before decoding it (one pass at memory speed, small
 next to Parquet decoding); a mismatch raises :class:`TraceFormatError` naming the file (there is
-no source to fall back on). The files are read into memory, not mapped. An export is written
-into a temporary sibling directory ``.<name>.tmp-<pid>-<random>`` that replaces ``directory``
-as a whole (swapped in one step on Linux), so a reader, or a write killed at any point, leaves
-the old export or the new one, never a mix; the temporaries of killed writers are removed by
-the next export to the same directory.
+no source to fall back on). The files are read into memory, not mapped.
+
+Written whole, file by file, inside ``directory`` (which keeps its inode, mode, owner, and any
+other files in it): each table goes to a new file ``<table>.<random>.parquet``; then
+``tracecore.json``, naming those files with their checksums, is written to a temporary file
+``.tracecore.json.<random>.tmp`` renamed over the old one, the one step that replaces the
+export; then the table files the old ``tracecore.json`` named are removed. A reader sees all of
+the old export or all of the new one; one that read the old ``tracecore.json`` and then finds a
+file gone gets a TraceFormatError saying the export was replaced while it was read. Exports
+into one directory take turns (``flock`` on ``.tracecore.lock`` in it); each removes the files
+of our naming that no ``tracecore.json`` names (left by a killed export), and no others.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
-import shutil
+import re
+import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import pyarrow as pa
 
@@ -45,10 +54,7 @@ from .stored import (
     ChecksumMismatchError,
     compact_dictionaries,
     file_crc32c,
-    new_temp_dir,
     read_verified,
-    remove_stale_temps,
-    replace_dir,
     trace_meta,
 )
 
@@ -78,73 +84,139 @@ def check_parquet_compression(compression: object) -> None:
 def to_parquet(
     trace: Trace, directory: str | os.PathLike[str], *, compression: Any = "zstd"
 ) -> Path:
-    """Writes one ``<table>.parquet`` per table and ``tracecore.json`` into a new directory that
-    then replaces ``directory`` as a whole (an existing export there is replaced; a directory
-    holding anything else is refused). Returns the directory."""
+    """Writes one ``<table>.<random>.parquet`` per table into ``directory`` (made if needed),
+    then ``tracecore.json`` naming them, put in place by one rename (the commit), then removes
+    the table files of the export it replaced. Other files in ``directory`` are left alone.
+    Returns ``Path(directory)``."""
     import pyarrow.parquet as pq  # here, not at the top: a cache hit should not pay for it
 
     check_parquet_compression(compression)
     out = Path(directory)
-    if out.is_symlink():
-        out = Path(os.path.realpath(out))  # the directory it names is replaced, not the link
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(
             f"{out}: exists and is not a directory (Parquet export writes a directory)"
         )
-    if out.is_dir():
-        _check_replaceable(out)
-    parent = out.absolute().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    temp_prefix, aside_prefix = _temp_prefixes(out)
-    remove_stale_temps(parent, [temp_prefix, aside_prefix])
     with naming(out):
-        tmp = new_temp_dir(parent, temp_prefix)
+        out.mkdir(parents=True, exist_ok=True)
+        lock = _lock(out)
     try:
+        # Holding the lock: our files that the current tracecore.json does not name are
+        # leftovers of killed exports (the only other writers of them wait for the lock).
+        _remove_leftovers(out, keep=_named_files(out))
         meta = trace_meta(trace)
         meta["tables"] = {}
         meta["files"] = {}
-        for name in trace.table_names:
-            file_name = f"{name}.parquet"
-            table = compact_dictionaries(trace.table(name))
-            with naming(out / file_name):
-                with builtins.open(tmp / file_name, "wb") as f:
-                    # Through a Python file: Arrow's own file system takes only UTF-8 path names.
-                    pq.write_table(table, f, compression=compression)
-                size, crc = file_crc32c(tmp / file_name)
-            meta["tables"][name] = file_name
-            meta["files"][file_name] = {"bytes": size, "crc32c": crc}
-        meta["checksum"] = _meta_checksum(meta)
-        with naming(out / META_FILE), builtins.open(tmp / META_FILE, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=1, sort_keys=True)
-            f.write("\n")
-        with naming(out):
-            replace_dir(tmp, out, aside_prefix)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        written: list[Path] = []
+        try:
+            for name in trace.table_names:
+                file_name = f"{name}.{secrets.token_hex(8)}.parquet"
+                table = compact_dictionaries(trace.table(name))
+                with naming(out / file_name):
+                    written.append(out / file_name)
+                    with builtins.open(out / file_name, "xb") as f:
+                        # Through a Python file: Arrow's own file system takes only UTF-8 names.
+                        pq.write_table(table, f, compression=compression)
+                        f.flush()
+                        os.fsync(f.fileno())
+                    size, crc = file_crc32c(out / file_name)
+                meta["tables"][name] = file_name
+                meta["files"][file_name] = {"bytes": size, "crc32c": crc}
+            meta["checksum"] = _meta_checksum(meta)
+            with naming(out / META_FILE):
+                old = _named_files(out)
+                _commit(out, meta)
+        except BaseException:
+            for path in written:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise
+        # Committed: the files of the export replaced are no longer named.
+        for file_name in old - set(meta["files"]):
+            with contextlib.suppress(OSError):
+                os.unlink(out / file_name)
+    finally:
+        os.close(lock)
     return out
 
 
-def _temp_prefixes(out: Path) -> tuple[str, str]:
-    """The name prefixes of the temporary and set-aside siblings of export directory ``out``."""
-    name = out.absolute().name
-    return f".{name}.tmp-", f".{name}.old-"
+#: Our files in an export directory besides tracecore.json: its lock, table files, and
+#: temporary copies of tracecore.json.
+LOCK_NAME = ".tracecore.lock"
+_TABLE_FILE = re.compile("(?:" + "|".join(_core.TABLE_NAMES) + r")\.[0-9a-f]{16}\.parquet")
+_TEMP_META = re.compile(r"\.tracecore\.json\.[0-9a-f]{16}\.tmp")
 
 
-def _check_replaceable(out: Path) -> None:
-    """Raises FileExistsError unless ``out`` is empty or holds only what an export writes (it is
-    replaced as a whole: nothing else in it may be lost)."""
-    ours = {META_FILE} | {f"{name}.parquet" for name in _core.TABLE_NAMES}
-    # Besides: temporary files of a killed export of the layout before whole-directory writes.
-    others = sorted(
-        n for n in os.listdir(out) if n not in ours and not (n[:1] == "." and n.endswith(".tmp"))
+def _lock(out: Path) -> int:
+    """The descriptor of ``out``'s lock file, with ``flock(LOCK_EX)`` held on it: one export
+    into a directory at a time."""
+    # Read-only: another user's lock file serves as well (flock needs no write access).
+    fd = os.open(out / LOCK_NAME, os.O_RDONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _commit(out: Path, meta: dict[str, Any]) -> None:
+    """Writes ``tracecore.json`` through a temporary file renamed over it: the one step that
+    replaces the export (a reader sees the old one or the new one)."""
+    tmp = out / f".{META_FILE}.{secrets.token_hex(8)}.tmp"
+    try:
+        with builtins.open(tmp, "x", encoding="utf-8") as f:
+            json.dump(meta, f, indent=1, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out / META_FILE)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # the rename made durable, where the system can
+        fd = os.open(out, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _plain_name(value: object) -> bool:
+    """Whether ``value`` is the name of a file in the directory itself (no path)."""
+    return (
+        isinstance(value, str)
+        and value not in ("", ".", "..")
+        and "/" not in value
+        and "\0" not in value
+        and (os.sep == "/" or os.sep not in value)
     )
-    if others:
-        shown = ", ".join(repr(n) for n in others[:3]) + (", ..." if len(others) > 3 else "")
-        raise FileExistsError(
-            f"{out}: holds files that are not part of a tracecore Parquet export ({shown}); an "
-            f"export replaces its directory as a whole: choose a new or empty directory"
-        )
+
+
+def _named_files(out: Path) -> set[str]:
+    """The Parquet files ``out``'s current tracecore.json names (none if it has none or it
+    does not read)."""
+    try:
+        meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()
+    tables = meta.get("tables") if isinstance(meta, dict) else None
+    if not isinstance(tables, dict):
+        return set()
+    return {v for v in tables.values() if _plain_name(v) and v.endswith(".parquet")}
+
+
+def _remove_leftovers(out: Path, keep: set[str]) -> None:
+    """Removes the table files and temporary tracecore.json copies of killed exports: files
+    of our naming that ``keep`` (the current export's) does not hold."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(out):
+            name = entry.name
+            if name in keep or not (_TABLE_FILE.fullmatch(name) or _TEMP_META.fullmatch(name)):
+                continue
+            if entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _meta_checksum(meta: dict[str, Any]) -> str:
@@ -168,13 +240,16 @@ def read_parquet_dir(
     path = Path(directory)
     meta_path = path / META_FILE
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta_bytes = meta_path.read_bytes()
+        meta = json.loads(meta_bytes.decode("utf-8"))
     except FileNotFoundError:
         raise TraceFormatError(
             f"{path}: not a tracecore Parquet directory (no {META_FILE}; write one with "
             f"Trace.to_parquet)"
         ) from None
     except (ValueError, UnicodeDecodeError) as e:
+        raise TraceFormatError(f"{meta_path}: unreadable ({e})") from None
+    except OSError as e:
         raise TraceFormatError(f"{meta_path}: unreadable ({e})") from None
     if not isinstance(meta, dict) or meta.get("layout_version") not in (1, LAYOUT_VERSION):
         raise TraceFormatError(
@@ -193,39 +268,94 @@ def read_parquet_dir(
             raise TraceFormatError(f"{meta_path}: no file checksums")
     else:
         files = None
+    names = meta.get("tables", {})
+    if not isinstance(names, dict):
+        raise TraceFormatError(f"{meta_path}: 'tables' is not a mapping of table to file")
+    file_names = {}
+    for name in _core.TABLE_NAMES:
+        file_name = names.get(name, f"{name}.parquet")
+        if not _plain_name(file_name):
+            raise TraceFormatError(
+                f"{meta_path}: the file of table {name!r} is {file_name!r}, not the name of a "
+                f"file in the directory"
+            )
+        file_names[name] = file_name
     # Every file is read and checked before any is decoded.
     data = {}
-    for name in _core.TABLE_NAMES:
-        file_path = path / meta.get("tables", {}).get(name, f"{name}.parquet")
+    for name, file_name in file_names.items():
+        file_path = path / file_name
         try:
             if files is None:
                 data[name] = _read(file_path)
             else:
-                info = files.get(file_path.name)
+                info = files.get(file_name)
                 if not isinstance(info, dict):
-                    raise TraceFormatError(f"{meta_path}: no checksum for {file_path.name}")
-                data[name] = read_verified(file_path, info["bytes"], info["crc32c"])
+                    raise TraceFormatError(f"{meta_path}: no checksum for {file_name}")
+                size, crc = info.get("bytes"), info.get("crc32c")
+                if not (_is_int(size) and _is_int(crc)):
+                    raise TraceFormatError(
+                        f"{meta_path}: the size and checksum of {file_name} are not numbers"
+                    )
+                data[name] = read_verified(file_path, size, crc)
         except FileNotFoundError:
-            raise TraceFormatError(f"{path}: missing {file_path.name}") from None
+            raise TraceFormatError(_missing(path, meta_bytes, file_name)) from None
         except ChecksumMismatchError as e:
             raise TraceFormatError(f"{e} (export the trace again)") from None
-        except (OSError, KeyError, TypeError) as e:
+        except OSError as e:
             raise TraceFormatError(f"{file_path}: unreadable ({e})") from None
     tables = {}
     counts = meta.get("counts", {})
-    for name in _core.TABLE_NAMES:
-        file_path = path / meta.get("tables", {}).get(name, f"{name}.parquet")
+    for name, file_name in file_names.items():
+        file_path = path / file_name
         try:
             # The Arrow schema stored in the file brings the dictionary types back.
             table = pq.read_table(data.pop(name))
         except (pa.ArrowException, OSError) as e:
             raise TraceFormatError(f"{file_path}: unreadable ({e})") from None
-        if name in counts and table.num_rows != counts[name]:
+        if isinstance(counts, dict) and name in counts and table.num_rows != counts[name]:
             raise TraceFormatError(
                 f"{file_path}: {table.num_rows} rows where {META_FILE} says {counts[name]}"
             )
         tables[name] = table
     return tables, meta
+
+
+def parquet_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The Parquet files of the export in ``directory``, one per table in table order, as its
+    ``tracecore.json`` names them (to read them with other tools).
+
+    Raises:
+        TraceFormatError: ``directory`` holds no readable export.
+    """
+    path = Path(directory)
+    try:
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        tables = meta["tables"]
+        names = [tables[name] for name in _core.TABLE_NAMES if name in tables]
+    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError) as e:
+        raise TraceFormatError(f"{path / META_FILE}: unreadable ({e})") from None
+    if not all(_plain_name(n) for n in names):
+        raise TraceFormatError(f"{path / META_FILE}: a table file is not a plain file name")
+    return [path / n for n in names]
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _missing(path: Path, meta_bytes: bytes, file_name: str) -> str:
+    """The message for a file named by tracecore.json (as first read: ``meta_bytes``) that is
+    not there: the export was replaced meanwhile, or it is incomplete."""
+    try:
+        replaced = (path / META_FILE).read_bytes() != meta_bytes
+    except OSError:
+        replaced = True
+    if replaced:
+        return (
+            f"{path}: missing {file_name}; the export was replaced while it was read (open it "
+            f"again)"
+        )
+    return f"{path}: missing {file_name} (named by {META_FILE}; export the trace again)"
 
 
 def _read(path: Path) -> pa.Buffer:

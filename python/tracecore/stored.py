@@ -8,19 +8,18 @@ first use by re-parsing the source file, but only if that file is still there wi
 mtime recorded when the tables were written; otherwise they raise
 :class:`SourceUnavailableError`.
 
-Stored files are verified and written whole (:func:`read_verified`, :func:`file_crc32c`,
-:func:`new_temp_dir`, :func:`remove_stale_temps`, :func:`replace_dir`): every file carries the
+Stored files are verified (:func:`read_verified`, :func:`file_crc32c`): every file carries the
 CRC-32C of its bytes, checked before a byte of it is decoded; files are read into memory, not
-mapped, so a file truncated or rewritten under a reader cannot fault it; a store is written into
-a temporary directory renamed into place as a whole, and the temporaries of killed writers are
-removed by the next write.
+mapped, so a file truncated or rewritten under a reader cannot fault it. A cache entry is
+written into a temporary directory (:func:`new_temp_dir`) renamed into place as a whole; its
+writer holds a lock on a file in it for the whole write, and the temporaries of killed writers
+are removed by the next write (:func:`remove_stale_temps`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
+import fcntl
 import os
 import secrets
 import shutil
@@ -44,10 +43,9 @@ if TYPE_CHECKING:
 LAYOUT_VERSION = 2
 
 
-#: A temporary directory of a store unchanged for this long is stale whatever pid its name
-#: gives (pids are reused; another host's cannot be checked). A writer adds a file to it per
-#: table, so a live writer's directory is kept unless one table takes longer than this to write.
-STALE_TEMP_SECONDS = 60.0
+#: A temporary directory of a store without a lock file (its writer was killed before it made
+#: one, or after it removed it) is stale once unchanged for this long.
+STALE_UNLOCKED_SECONDS = 3600.0
 
 
 class ChecksumMismatchError(ValueError):
@@ -228,36 +226,71 @@ def read_verified(path: str | os.PathLike[str], size: int, crc32c: int) -> pa.Bu
     return buf
 
 
-# --- whole-directory writes ----------------------------------------------------------------------
+# --- temporary directories ----------------------------------------------------------------------
+
+#: The lock file in a temporary directory: its writer holds ``flock(LOCK_EX)`` on it while it
+#: writes (see :func:`new_temp_dir`).
+LOCK_FILE = ".lock"
 
 
-def new_temp_dir(parent: Path, prefix: str) -> Path:
-    """A new directory ``parent/<prefix><pid>-<random>`` (the pid tells later writers whether
-    its writer is still alive, see :func:`remove_stale_temps`)."""
+def new_temp_dir(parent: Path, prefix: str) -> tuple[Path, int]:
+    """A new directory ``parent/<prefix><pid>-<random>`` (mode 0o700) and the descriptor of
+    its lock file :data:`LOCK_FILE`, on which this process holds ``flock(LOCK_EX)``: while that
+    descriptor is open, :func:`remove_stale_temps` keeps the directory. Close it (after
+    removing the lock file, or the directory) when the write is done."""
     while True:
         path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(6)}"
         try:
-            path.mkdir(mode=0o755)
+            os.mkdir(path, 0o700)
         except FileExistsError:
             continue
-        return path
+        try:
+            fd = os.open(path / LOCK_FILE, _LOCK_FLAGS, 0o600)
+        except FileNotFoundError:
+            continue  # removed as stale (no lock file, and an old mtime: a clock step)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_nlink:
+                return path, fd
+        except BaseException:
+            os.close(fd)
+            raise
+        # Removed as stale between its creation and the lock: take another name.
+        os.close(fd)
 
 
-def _pid_alive(pid: int) -> bool:
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def _lock_if_stale(path: str, now: float) -> int | None:
+    """Whether the temporary directory at ``path`` is a killed writer's (see
+    :func:`remove_stale_temps`): -1 if it has no lock file and is old; the descriptor of its
+    lock file, locked by this process, if the lock was free (keep it open until the directory
+    is removed, so that a writer blocked on the lock then sees the directory gone); else None."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: alive, someone else's
-        return True
-    return True
+        fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        try:
+            age = now - os.stat(path, follow_symlinks=False).st_mtime
+        except OSError:
+            return None
+        return -1 if age > STALE_UNLOCKED_SECONDS else None
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None  # locked: its writer is alive (or the lock cannot be taken: keep it)
+    return fd
 
 
 def remove_stale_temps(parent: Path, prefixes: Iterable[str]) -> list[Path]:
-    """Removes the temporary directories ``<prefix><pid>-<random>`` in ``parent`` left by
-    killed writers; returns them. A directory is stale when its writer pid is dead, or when it
-    has not changed for :data:`STALE_TEMP_SECONDS`; this process's own are kept, and so are
-    those of live writers that are still adding files, so concurrent writers are safe."""
+    """Removes the temporary directories ``<prefix>...`` in ``parent`` left by killed writers;
+    returns them. A directory is stale when ``flock(LOCK_EX | LOCK_NB)`` on its lock file
+    succeeds (its writer, who holds that lock for the whole write, is gone, wherever it ran),
+    or when it has no lock file and has not changed for :data:`STALE_UNLOCKED_SECONDS`; every
+    other one is kept, so concurrent writers are safe."""
     removed: list[Path] = []
     prefixes = tuple(prefixes)
     try:
@@ -266,73 +299,24 @@ def remove_stale_temps(parent: Path, prefixes: Iterable[str]) -> list[Path]:
         return removed
     now = time.time()
     for child in children:
-        prefix = next((p for p in prefixes if child.name.startswith(p)), None)
-        if prefix is None:
+        if not child.name.startswith(prefixes):
             continue
-        pid_text = child.name[len(prefix) :].split("-", 1)[0]
-        pid = int(pid_text) if pid_text.isdigit() else None
-        if pid == os.getpid():
-            continue
-        try:
-            age = now - child.stat(follow_symlinks=False).st_mtime
-        except OSError:
-            continue
-        if (pid is not None and not _pid_alive(pid)) or age > STALE_TEMP_SECONDS:
-            if child.is_dir(follow_symlinks=False):
+        if child.is_dir(follow_symlinks=False):
+            lock = _lock_if_stale(child.path, now)
+            if lock is None:
+                continue
+            try:
                 shutil.rmtree(child.path, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(child.path)
-            removed.append(Path(child.path))
+            finally:
+                if lock >= 0:
+                    os.close(lock)
+        else:
+            try:
+                if now - child.stat(follow_symlinks=False).st_mtime <= STALE_UNLOCKED_SECONDS:
+                    continue
+            except OSError:
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(child.path)
+        removed.append(Path(child.path))
     return removed
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swaps the directories ``a`` and ``b`` in one step (Linux renameat2 RENAME_EXCHANGE);
-    False where that is not available (other systems, some file systems)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    c_int, c_path = ctypes.c_int, ctypes.c_char_p
-    renameat2.argtypes = [c_int, c_path, c_int, c_path, ctypes.c_uint]
-    renameat2.restype = ctypes.c_int
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), os.fsdecode(b))
-
-
-def replace_dir(new: Path, target: Path, aside_prefix: str) -> None:
-    """Puts the complete directory ``new`` at ``target`` as a whole. An existing ``target`` is
-    swapped with ``new`` in one step where the system can (a reader sees the old directory or
-    the new one, never a mix, never none), else renamed aside to
-    ``<aside_prefix><pid>-<random>`` first (a reader may then find no directory for the moment
-    between the two renames); the old directory is then removed."""
-    if not os.path.lexists(target):
-        try:
-            os.rename(new, target)
-            return
-        except OSError as e:
-            # Created meanwhile by another writer: replace it like an existing one.
-            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                raise
-    if _exchange(new, target):
-        shutil.rmtree(new, ignore_errors=True)  # now the old directory
-        return
-    aside = target.parent / f"{aside_prefix}{os.getpid()}-{secrets.token_hex(6)}"
-    os.rename(target, aside)
-    try:
-        os.rename(new, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.rename(aside, target)
-        raise
-    shutil.rmtree(aside, ignore_errors=True)
