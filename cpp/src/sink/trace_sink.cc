@@ -50,7 +50,35 @@ void TraceSink::EndDevice(int32_t device_index, uint32_t device_name, size_t fir
   KeepLastThreadNames(t_.thread_names, device_index, first_thread_name);
 }
 
+// One events row (the XSpace importer's AddTimedEvent; EndEvent writes its own, see there).
+__attribute__((always_inline)) inline void TraceSink::PushEventRow(int32_t device_index, uint32_t node_name, uint32_t op,
+                             uint32_t label, int64_t start, int64_t end, int64_t op_start,
+                             int64_t op_end, int64_t scheduled, bool has_scheduled, uint32_t thread_id,
+                             int64_t temp_memory_size, int64_t persistent_memory_size) {
+  EventTable& e = t_.events;
+  e.device_index.push_back(device_index);
+  e.device.push_back(StringPool::kEmptyId);  // filled by EndDevice
+  e.node_name.push_back(node_name);
+  const bool has_op = op != StringPool::kInvalidUtf8;
+  e.op.push_back(has_op ? op : StringPool::kEmptyId);
+  PushFlag(e.op_valid, has_op);
+  e.timeline_label.push_back(label);
+  e.start_ns.push_back(start);
+  e.end_ns.push_back(end);
+  e.op_start_ns.push_back(op_start);
+  e.op_end_ns.push_back(op_end);
+  e.scheduled_ns.push_back(scheduled);
+  PushFlag(e.scheduled_ns_valid, has_scheduled);
+  e.thread_id.push_back(thread_id);
+  e.temp_memory_size.push_back(temp_memory_size);
+  e.persistent_memory_size.push_back(persistent_memory_size);
+}
+
+// Writes its row itself, not through PushEventRow (the XSpace importer's path): on the 20 MB
+// binary dump the shared helper cost 0.56 M more instructions (+1.3%, callgrind), this being the
+// StepStats parsers' per-record path.
 const char* TraceSink::EndEvent(int32_t device_index, const EventFields& f) {
+  EventTable& e = t_.events;
   int64_t start, end, op_start, op_end, scheduled = 0;
   const uint32_t label = f.has_label ? LabelFor(f) : StringPool::kEmptyId;
   if (label == StringPool::kInvalidUtf8) return "timeline_label is not valid UTF-8";
@@ -80,21 +108,10 @@ const char* TraceSink::EndEvent(int32_t device_index, const EventFields& f) {
   }
   if (overflow) return kTimeOutOfRange;
 
-  PushEventRow(device_index, f.node_name, OpFor(f, label), label, start, end, op_start, op_end,
-               has_scheduled ? &scheduled : nullptr, f.thread_id, f.temp_memory_size,
-               f.persistent_memory_size);
-  return nullptr;
-}
-
-// Inlined into both callers: EndEvent is the StepStats parsers' per-record path.
-__attribute__((always_inline)) inline void TraceSink::PushEventRow(int32_t device_index, uint32_t node_name, uint32_t op,
-                             uint32_t label, int64_t start, int64_t end, int64_t op_start,
-                             int64_t op_end, const int64_t* scheduled, uint32_t thread_id,
-                             int64_t temp_memory_size, int64_t persistent_memory_size) {
-  EventTable& e = t_.events;
   e.device_index.push_back(device_index);
   e.device.push_back(StringPool::kEmptyId);  // filled by EndDevice
-  e.node_name.push_back(node_name);
+  e.node_name.push_back(f.node_name);
+  const uint32_t op = OpFor(f, label);
   const bool has_op = op != StringPool::kInvalidUtf8;
   e.op.push_back(has_op ? op : StringPool::kEmptyId);
   PushFlag(e.op_valid, has_op);
@@ -103,17 +120,18 @@ __attribute__((always_inline)) inline void TraceSink::PushEventRow(int32_t devic
   e.end_ns.push_back(end);
   e.op_start_ns.push_back(op_start);
   e.op_end_ns.push_back(op_end);
-  e.scheduled_ns.push_back(scheduled != nullptr ? *scheduled : 0);
-  PushFlag(e.scheduled_ns_valid, scheduled != nullptr);
-  e.thread_id.push_back(thread_id);
-  e.temp_memory_size.push_back(temp_memory_size);
-  e.persistent_memory_size.push_back(persistent_memory_size);
+  e.scheduled_ns.push_back(scheduled);
+  PushFlag(e.scheduled_ns_valid, has_scheduled);
+  e.thread_id.push_back(f.thread_id);
+  e.temp_memory_size.push_back(f.temp_memory_size);
+  e.persistent_memory_size.push_back(f.persistent_memory_size);
+  return nullptr;
 }
 
 void TraceSink::AddTimedEvent(int32_t device_index, uint32_t node_name, uint32_t label,
                               uint32_t op, int64_t start_ns, int64_t end_ns, uint32_t thread_id,
                               const int64_t* step_id) {
-  PushEventRow(device_index, node_name, op, label, start_ns, end_ns, start_ns, end_ns, nullptr,
+  PushEventRow(device_index, node_name, op, label, start_ns, end_ns, start_ns, end_ns, 0, false,
                thread_id, 0, 0);
   EventTable& e = t_.events;
   e.step_id.push_back(step_id != nullptr ? *step_id : 0);
@@ -224,7 +242,9 @@ void TraceSink::EndTensor(int64_t event_id, int32_t output_index, const TensorFi
   PushFlag(t.has_single_reference, f.has_single_reference);
 }
 
-void TraceSink::EndAllocation(int64_t event_id, const AllocationFields& f,
+// Inlined (link-time) into the parsers: out of line it cost 0.19 M instructions (+0.4%) on the
+// 20 MB binary dump (callgrind).
+__attribute__((always_inline)) void TraceSink::EndAllocation(int64_t event_id, const AllocationFields& f,
                                  size_t first_record) {
   AllocationTable& a = t_.allocations;
   a.event_id.push_back(event_id);

@@ -261,11 +261,11 @@ class TraceSink {
   void Finish();
 
  private:
-  // Appends an events row but its step_id (`op`: kInvalidUtf8 for none; `scheduled`: nullptr).
+  // Appends an events row but its step_id (`op`: kInvalidUtf8 for none).
   void PushEventRow(int32_t device_index, uint32_t node_name, uint32_t op, uint32_t label,
                     int64_t start, int64_t end, int64_t op_start, int64_t op_end,
-                    const int64_t* scheduled, uint32_t thread_id, int64_t temp_memory_size,
-                    int64_t persistent_memory_size);
+                    int64_t scheduled, bool has_scheduled, uint32_t thread_id,
+                    int64_t temp_memory_size, int64_t persistent_memory_size);
   uint32_t DtypeId(int32_t dtype);
   uint32_t OpFor(const EventFields& f, uint32_t label);
   uint32_t LabelFor(const EventFields& f);

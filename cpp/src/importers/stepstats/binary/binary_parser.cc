@@ -34,6 +34,11 @@ class BinaryParser {
 
  private:
   static const uint8_t* Begin(Bytes m) { return reinterpret_cast<const uint8_t*>(m.data()); }
+  // A timeline_label that a second one replaces: never interned, so validated here (rare; out
+  // of line to keep the node_stats loop small).
+  __attribute__((noinline, cold)) void CheckReplacedLabel(std::string_view label, const uint8_t* at) const {
+    if (!StringPool::IsValidUtf8(label)) r_.FailValue(at, "string is not valid UTF-8");
+  }
   static const uint8_t* End(Bytes m) { return Begin(m) + m.size(); }
 
   // Decodes every field of message `m`, handing (key, cursor) to `on_key`, which consumes the
@@ -212,9 +217,7 @@ void BinaryParser::NodeExecStats(Bytes m, int32_t device_index) {
       case K(8, kLengthDelimited): {
         // Validated as UTF-8 when first interned (a repeated label is compared, not rescanned);
         // one that a later label replaces is never interned: checked here (rare).
-        if (e.has_label && !StringPool::IsValidUtf8(e.label)) {
-          r_.FailValue(label_at, "string is not valid UTF-8");
-        }
+        if (__builtin_expect(e.has_label, 0)) CheckReplacedLabel(e.label, label_at);
         label_at = p;
         e.label = r_.LengthDelimited(p, end);
         e.has_label = true;
