@@ -7,42 +7,14 @@
 #include "core/error.h"
 #include "importers/xspace/id_map.h"
 #include "importers/xspace/xspace_decoder.h"
+#include "proto_writer.h"
 #include "unit_test.h"
 
 namespace {
 
 using namespace tracecore::xspace;  // NOLINT
 using tracecore::TraceFormatError;
-
-// ---- a tiny protobuf writer ----------------------------------------------------------------
-std::string V(uint64_t v) {
-  std::string out;
-  do {
-    uint8_t b = v & 0x7F;
-    v >>= 7;
-    if (v) b |= 0x80;
-    out.push_back(static_cast<char>(b));
-  } while (v);
-  return out;
-}
-std::string F(uint32_t field, uint64_t v) { return V(uint64_t{field} << 3) + V(v); }  // varint
-std::string S(uint32_t field, const std::string& payload) {  // length-delimited
-  return V((uint64_t{field} << 3) | 2) + V(payload.size()) + payload;
-}
-std::string D(uint32_t field, double d) {  // fixed64
-  std::string out = V((uint64_t{field} << 3) | 1);
-  char bytes[8];
-  std::memcpy(bytes, &d, 8);
-  return out + std::string(bytes, 8);
-}
-std::string I(int64_t v) { return V(static_cast<uint64_t>(v)); }
-
-std::string EventMeta(int64_t key, const std::string& name, const std::string& extra = "") {
-  return S(4, F(1, static_cast<uint64_t>(key)) + S(2, F(1, static_cast<uint64_t>(key)) + S(2, name) + extra));
-}
-std::string StatMeta(int64_t key, const std::string& name) {
-  return S(5, F(1, static_cast<uint64_t>(key)) + S(2, F(1, static_cast<uint64_t>(key)) + S(2, name)));
-}
+using namespace tracecore::unit::proto;  // NOLINT
 
 // ---- a visitor writing one line of text per visit -------------------------------------------
 std::string StatText(const Stat& s) {
