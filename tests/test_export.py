@@ -629,3 +629,61 @@ def test_chrome_timestamps_keep_nanoseconds() -> None:
     assert chrome._us(7) == "0.007"
     assert chrome._us(-1500) == "-1.500"
     assert re.fullmatch(r"\d+\.\d{3}", chrome._us(0))
+
+
+# --------------------------------------------------------------------------------------------
+# The in-place commit never removes what it cannot vouch for (review findings)
+def _sample_and_other():
+    import tracecore
+
+    a = tracecore.open(tracecore.sample_path())
+    b = tracecore.open(Path(__file__).resolve().parent / "data" / "seed001_runmetadata.pbtxt")
+    return a, b
+
+
+def test_an_unreadable_tracecore_json_removes_nothing(tmp_path: Path) -> None:
+    import tracecore
+    from tracecore.parquet import parquet_files
+
+    a, b = _sample_and_other()
+    a.to_parquet(tmp_path)
+    old_files = parquet_files(tmp_path)
+    (tmp_path / "tracecore.json").write_text("{ not json")
+    b.to_parquet(tmp_path)
+    assert all(p.exists() for p in old_files)  # what the broken file named is unknown: kept
+    back = tracecore.open(tmp_path)
+    assert back.events.num_rows == b.events.num_rows == len(b)
+
+
+def test_only_our_files_are_removed_after_the_commit(tmp_path: Path) -> None:
+    import tracecore
+
+    a, b = _sample_and_other()
+    a.to_parquet(tmp_path)
+    meta = json.loads((tmp_path / "tracecore.json").read_text())
+    (tmp_path / "results.parquet").write_bytes(b"user data")
+    meta["tables"]["events"] = "results.parquet"  # a hand-edited file naming a user's file
+    (tmp_path / "tracecore.json").write_text(json.dumps(meta))
+    b.to_parquet(tmp_path)
+    assert (tmp_path / "results.parquet").read_bytes() == b"user data"
+    assert tracecore.open(tmp_path).events.num_rows == len(b)
+
+
+def test_an_interruption_after_the_commit_keeps_the_new_export(tmp_path: Path, monkeypatch) -> None:
+    import tracecore
+    from tracecore import parquet
+
+    a, b = _sample_and_other()
+    a.to_parquet(tmp_path)
+    commit = parquet._commit
+
+    def commit_then_interrupt(out, meta):
+        commit(out, meta)
+        raise KeyboardInterrupt  # e.g. Ctrl-C during the directory fsync after the rename
+
+    monkeypatch.setattr(parquet, "_commit", commit_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        b.to_parquet(tmp_path)
+    back = tracecore.open(tmp_path)  # the committed export, with all its files
+    assert back.events.num_rows == len(b)
+    assert back.kind == b.kind

@@ -101,8 +101,11 @@ def to_parquet(
         lock = _lock(out)
     try:
         # Holding the lock: our files that the current tracecore.json does not name are
-        # leftovers of killed exports (the only other writers of them wait for the lock).
-        _remove_leftovers(out, keep=_named_files(out))
+        # leftovers of killed exports (the only other writers of them wait for the lock). A
+        # tracecore.json that does not read names nothing we can trust: nothing is removed.
+        named = _named_files(out)
+        if named is not None:
+            _remove_leftovers(out, keep=named)
         meta = trace_meta(trace)
         meta["tables"] = {}
         meta["files"] = {}
@@ -123,17 +126,24 @@ def to_parquet(
                 meta["files"][file_name] = {"bytes": size, "crc32c": crc}
             meta["checksum"] = _meta_checksum(meta)
             with naming(out / META_FILE):
-                old = _named_files(out)
+                old = _named_files(out) or set()
                 _commit(out, meta)
         except BaseException:
-            for path in written:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
+            # Not committed (tracecore.json names none of the new files): they are removed. An
+            # interruption after the commit's rename keeps them: they are the export now.
+            current = _named_files(out)
+            if current is not None and not current & {p.name for p in written}:
+                for path in written:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
             raise
-        # Committed: the files of the export replaced are no longer named.
+        # Committed: the files of the export replaced are no longer named. Only files of our
+        # naming (or the fixed names of older exports) are removed, whatever the old file said.
+        legacy = {f"{name}.parquet" for name in _core.TABLE_NAMES}
         for file_name in old - set(meta["files"]):
-            with contextlib.suppress(OSError):
-                os.unlink(out / file_name)
+            if _TABLE_FILE.fullmatch(file_name) or file_name in legacy:
+                with contextlib.suppress(OSError):
+                    os.unlink(out / file_name)
     finally:
         os.close(lock)
     return out
@@ -193,16 +203,18 @@ def _plain_name(value: object) -> bool:
     )
 
 
-def _named_files(out: Path) -> set[str]:
-    """The Parquet files ``out``'s current tracecore.json names (none if it has none or it
-    does not read)."""
+def _named_files(out: Path) -> set[str] | None:
+    """The Parquet files ``out``'s current tracecore.json names: none if there is no
+    tracecore.json, None if there is one that does not read (unknown: nothing may be removed)."""
     try:
         meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except FileNotFoundError:
         return set()
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
     tables = meta.get("tables") if isinstance(meta, dict) else None
     if not isinstance(tables, dict):
-        return set()
+        return None
     return {v for v in tables.values() if _plain_name(v) and v.endswith(".parquet")}
 
 
