@@ -32,6 +32,19 @@ class TraceFormatError : public std::runtime_error {
     return e;
   }
 
+  // This error (position and flags kept) with `more` appended to its message: a caller's
+  // context ("(in the decompressed gzip data)", a hint about the format).
+  TraceFormatError Appended(const std::string& more) const {
+    TraceFormatError out(what() + more);
+    out.where = where;
+    out.bad_value = bad_value;
+    out.out_of_range = out_of_range;
+    out.line = line;
+    out.column = column;
+    out.offset = offset;
+    return out;
+  }
+
   Where where = Where::kNone;
   // The message structure is sound but a field's value is not (a string that is not UTF-8, a
   // time whose nanoseconds overflow int64): a binary dump failing so is reported as it is, not

@@ -114,18 +114,6 @@ void RejectEmptyWithUnknownFields(const TraceTables& t, std::string_view input, 
   throw TraceFormatError::AtByte(0, what);
 }
 
-// `e` with `hint` appended to its message, its position kept.
-TraceFormatError WithHint(const TraceFormatError& e, const std::string& hint) {
-  TraceFormatError out(e.what() + hint);
-  out.where = e.where;
-  out.line = e.line;
-  out.column = e.column;
-  out.offset = e.offset;
-  out.bad_value = e.bad_value;
-  out.out_of_range = e.out_of_range;
-  return out;
-}
-
 // A reading of `file` as `format` that succeeds (zero-events rule included), else null.
 std::shared_ptr<TraceTables> ReadOrNull(const MappedFile& file, Format format, int threads) {
   try {
@@ -210,7 +198,7 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
         // A StepStats reading of an XSpace named by the caller: say what the file is.
         if (format != Format::kXSpace && std::string(e.what()).find("'xspace'") == std::string::npos &&
             LooksLikeXSpace(std::string_view(file.data(), file.size()))) {
-          throw WithHint(e, " (the file looks like an XSpace: format 'xspace' or 'auto' reads it)");
+          throw e.Appended(" (the file looks like an XSpace: format 'xspace' or 'auto' reads it)");
         }
         throw;
       }

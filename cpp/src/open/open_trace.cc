@@ -12,22 +12,6 @@ bool IsGzip(const MappedFile& file) {
          static_cast<unsigned char>(file.data()[1]) == 0x8b;
 }
 
-namespace {
-
-// The same error (position and flags kept), its message followed by `suffix`.
-TraceFormatError WithSuffix(const TraceFormatError& e, const std::string& suffix) {
-  TraceFormatError out(std::string(e.what()) + suffix);
-  out.where = e.where;
-  out.bad_value = e.bad_value;
-  out.out_of_range = e.out_of_range;
-  out.line = e.line;
-  out.column = e.column;
-  out.offset = e.offset;
-  return out;
-}
-
-}  // namespace
-
 std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions& options,
                                        const InflateLimits& limits) {
   if (!IsGzip(file)) return ParseTrace(file, options);
@@ -49,7 +33,7 @@ std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions
   try {
     return ParseTrace(*view, options);
   } catch (const TraceFormatError& e) {
-    throw WithSuffix(e, " (in the decompressed gzip data)");
+    throw e.Appended(" (in the decompressed gzip data)");
   }
 }
 
