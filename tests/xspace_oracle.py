@@ -62,7 +62,8 @@ Memory (``memory_records``): every timed event named ``MemoryAllocation`` or
   ``MemoryDeallocation`` (any plane) is a record: ``time_ns`` = the event's start_ns,
   ``allocator`` = the string value of ``allocator_name`` (else the decimal value of
   ``index_on_host``, else of ``device_ordinal``, else ""), ``bytes`` = +``allocation_bytes`` for
-  an allocation, -``allocation_bytes`` for a deallocation (0 without that stat), and the stats as
+  an allocation, -``allocation_bytes`` for a deallocation (0 without that stat; a deallocation
+  of -2^63 bytes raises ``OracleOutOfRange``, as its negation does not fit), and the stats as
   columns: heap_allocated (``bytes_allocated``), stack_reserved (``bytes_reserved``), free
   (``bytes_available``), fragmentation (``fragmentation``: double, or an integer value as a
   double), peak_bytes_in_use, requested_bytes, allocation_bytes, address (``addr``: uint64, an
@@ -337,14 +338,15 @@ def line_kind(plane: str, line: str) -> str:
     return "other"
 
 
-_SHAPE = re.compile(r"\[\s*(-?[0-9]+(\s*,\s*-?[0-9]+)*)?\s*\]\Z")
+_SHAPE = re.compile(r"\[\s*(-?[0-9]+(\s*,\s*-?[0-9]+)*)?\s*\]\Z", re.ASCII)
+_BLANKS = " \t\n\r\f\v"  # ASCII white space only, around the brackets and between dims
 
 
 def parse_shape(text: str | None) -> tuple[int, ...] | None:
     """`[128,1024]` -> (128, 1024), `[]` -> (); anything else (or an int64 overflow) -> None."""
-    if text is None or not _SHAPE.match(text.strip()):
+    if text is None or not _SHAPE.match(text.strip(_BLANKS)):
         return None
-    inner = text.strip()[1:-1].strip()
+    inner = text.strip(_BLANKS)[1:-1].strip(_BLANKS)
     dims = tuple(int(d) for d in inner.split(",")) if inner else ()
     return dims if all(-INT64_MAX - 1 <= d <= INT64_MAX for d in dims) else None
 
@@ -378,7 +380,7 @@ def memory_record(event: EventRow) -> AllocRecord:
     return AllocRecord(
         event_id=event.event_id, line_index=event.line_index, offset_ps=event.offset_ps,
         time_ns=event.start_ns, allocator=allocator or "", is_allocation=is_allocation,
-        bytes=(allocation_bytes or 0) * (1 if is_allocation else -1),
+        bytes=checked((allocation_bytes or 0) * (1 if is_allocation else -1)),
         heap_allocated=int_value(find(s, "bytes_allocated")),
         stack_reserved=int_value(find(s, "bytes_reserved")),
         free=int_value(find(s, "bytes_available")),

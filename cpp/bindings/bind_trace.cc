@@ -42,14 +42,30 @@ void ReleaseArrayCapsule(PyObject* capsule) {
   delete array;
 }
 
+// The tables that hold table `name` of `trace`: its own, or for an XSpace's event_stats those
+// of the second pass over its input (built on first use, with the GIL released).
+std::shared_ptr<const TraceTables> TablesHolding(const PyTrace& trace, const std::string& name) {
+  if (name != "event_stats" || trace.deferred == nullptr) return trace.tables;
+  PyTrace::Deferred& d = *trace.deferred;
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (d.event_stats == nullptr) {
+    InflateLimits limits;
+    limits.raise_hint = "decompress the file (gunzip) and open the result";
+    d.event_stats = OpenXSpaceEventStats(*d.source, trace.tables->events.size(), limits);
+  }
+  return d.event_stats;
+}
+
 py::tuple ExportNamedTable(const PyTrace& trace, const std::string& name) {
+  const std::shared_ptr<const TraceTables> tables = TablesHolding(trace, name);
   TableView view;
   try {
-    view = DescribeTable(*trace.tables, name);
+    view = DescribeTable(*tables, name);
   } catch (const std::out_of_range& e) {
     throw py::key_error(e.what());
   }
-  return ExportCapsules(view, trace.tables->pool, trace.tables);
+  return ExportCapsules(view, tables->pool, tables);
 }
 
 // The Arrow schema capsule of table `name`: that of an empty table, exported as any other.
@@ -75,6 +91,10 @@ PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format
   trace.tables = OpenTrace(*file, options, limits);
   trace.parse_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (trace.tables->kind == TraceKind::kXSpace) {
+    trace.deferred = std::make_shared<PyTrace::Deferred>();
+    trace.deferred->source = file;
+  }
   return trace;
 }
 
@@ -92,6 +112,8 @@ py::dict Stats(const PyTrace& trace) {
   stats["alloc_records"] = t.alloc_records.size();
   stats["cost_graph_nodes"] = t.cost_graph.size();
   stats["graph_nodes"] = t.graph_nodes.size();
+  stats["aggregate_events"] = t.aggregate_events.size();
+  stats["plane_stats"] = t.plane_stats.size();
   stats["distinct_strings"] = t.pool.size();
   return stats;
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "containers/string_pool.h"
+#include "io/mapped_file.h"
 #include "tables/table_views.h"
 #include "tables/trace_tables.h"
 
@@ -20,6 +21,14 @@ namespace tracecore::bindings {
 struct PyTrace {
   std::shared_ptr<const TraceTables> tables;
   double parse_seconds = 0;
+  // An XSpace's input, kept (mapped, its pages released as read) to build event_stats when
+  // first asked for; the tables that pass builds.
+  struct Deferred {
+    std::shared_ptr<MappedFile> source;
+    std::mutex mutex;
+    std::shared_ptr<const TraceTables> event_stats;
+  };
+  std::shared_ptr<Deferred> deferred;
   struct Indexes {
     std::once_flag interval_once;
     std::shared_ptr<const query::IntervalIndex> interval;

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,28 +23,35 @@ class MemoryReplay:
     """Result of :meth:`tracecore.Trace.replay`.
 
     Attributes:
-        source: ``"records"`` (allocation records replayed per allocator) or ``"tensors"``
-            (TensorFlow timeline.py's tensor-lifetime model).
+        source: ``"records"`` (allocation records replayed per allocator), ``"tensors"``
+            (TensorFlow timeline.py's tensor-lifetime model) or ``"in_use"`` (the level the
+            allocator itself reported, see :func:`replay_in_use`).
         timeline: ``allocator, time_ns, delta_bytes, bytes_in_use``: one row per distinct
-            timestamp per allocator, the level after every change at that time.
+            timestamp per allocator, the level after every change at that time (``in_use``:
+            one row per report).
         peaks: ``allocator, peak_bytes, peak_time_ns, live_tensors, n_changes``: one row per
-            allocator.
+            allocator (``in_use`` adds the peak report's figures, see :func:`replay_in_use`).
     """
 
     def __init__(
         self,
         trace: Trace,
         source: str,
-        capsules: tuple[Capsules, Capsules, Capsules],
+        capsules: tuple[Capsules, Capsules, Capsules] | tuple[pa.Table, pa.Table, pa.Table],
         replay_live: Callable[[], Capsules] | None = None,
     ) -> None:
-        timeline, peaks, live = capsules
+        """``capsules``: the timeline, peaks and live tables, as the native core exports them
+        or as pyarrow Tables; ``replay_live``: how to get the live table when it is None."""
+        timeline, peaks, live = (
+            c if isinstance(c, pa.Table) or c is None else table_from_capsules(c)
+            for c in capsules
+        )
         self._trace = trace
         self.source = source
-        self.timeline: pa.Table = table_from_capsules(timeline)
-        self.peaks: pa.Table = table_from_capsules(peaks)
+        self.timeline: pa.Table = timeline
+        self.peaks: pa.Table = peaks
         # records: what was live at each peak is replayed again only when asked for
-        self._live = table_from_capsules(live) if replay_live is None else None
+        self._live: pa.Table | None = live if replay_live is None else None
         self._replay_live = replay_live
 
     @property
@@ -66,6 +74,8 @@ class MemoryReplay:
         output_index, dtype, shape, requested_bytes, allocated_bytes``), sorted by tensor name.
         ``source="records"``: the positive allocation records at or before the peak
         (``event_id, node_name, allocator, time_ns, bytes``), in replay order.
+        ``source="in_use"``: the allocation records live at the peak (matched by address), in
+        time order, with their ``address, requested_bytes, tf_op, shape, dtype, region``.
         """
         self.peak(allocator)  # raises KeyError for an unknown allocator
         if self._live is None:
@@ -91,15 +101,17 @@ class MemoryReplay:
             )
         records = self._trace.alloc_records.take(rows)
         events = self._trace.events.take(records["event_id"])
-        return pa.table(
-            {
-                "event_id": records["event_id"],
-                "node_name": events["node_name"],
-                "allocator": records["allocator"],
-                "time_ns": records["time_ns"],
-                "bytes": records["bytes"],
-            }
-        )
+        columns = {
+            "event_id": records["event_id"],
+            "node_name": events["node_name"],
+            "allocator": records["allocator"],
+            "time_ns": records["time_ns"],
+            "bytes": records["bytes"],
+        }
+        if self.source == "in_use":
+            for name in ("address", "requested_bytes", "tf_op", "shape", "dtype", "region"):
+                columns[name] = records[name]
+        return pa.table(columns)
 
     def __repr__(self) -> str:
         parts = ", ".join(
@@ -110,7 +122,11 @@ class MemoryReplay:
 
 def _allocators(trace: Trace, source: str) -> list[str]:
     """The allocator names that ``source`` (records or tensors) of ``trace`` holds, sorted."""
-    column = (trace.alloc_records if source == "records" else trace.tensors)["allocator"]
+    if source == "in_use":
+        table = trace.alloc_records if trace.kind == "XSpace" else trace.allocations
+    else:
+        table = trace.alloc_records if source == "records" else trace.tensors
+    column = table["allocator"]
     return sorted(str(a) for a in pc.unique(column.cast(pa.string())).to_pylist())
 
 
@@ -123,8 +139,8 @@ def replay(
 ) -> MemoryReplay:
     """:meth:`Trace.replay` of ``trace``; ``core`` gives its native core, called once the
     arguments are checked (a stored trace re-parses its source there)."""
-    if source not in ("records", "tensors"):
-        raise ValueError(f"source must be 'records' or 'tensors', not {source!r}")
+    if source not in ("records", "tensors", "in_use"):
+        raise ValueError(f"source must be 'records', 'tensors' or 'in_use', not {source!r}")
     if baseline not in (None, "snapshot"):
         raise ValueError(f"baseline must be None or 'snapshot', not {baseline!r}")
     if baseline is not None and source != "records":
@@ -138,6 +154,8 @@ def replay(
         known = _allocators(trace, source)
         if allocator not in known:
             raise KeyError(f"no allocator {allocator!r} in the {source}; allocators: {known}")
+    if source == "in_use":
+        return MemoryReplay(trace, source, replay_in_use(trace, allocator))
     native = core()
     if source == "tensors":
         return MemoryReplay(trace, source, _core.replay(native, source, allocator, snapshot))
@@ -147,3 +165,127 @@ def replay(
         return _core.replay(native, source, allocator, snapshot, True)[2]
 
     return MemoryReplay(trace, source, capsules, replay_live)
+
+
+# ---- source="in_use" ------------------------------------------------------------------------
+_IN_USE_PEAKS = pa.schema(
+    [
+        ("allocator", pa.string()),
+        ("peak_bytes", pa.int64()),
+        ("peak_time_ns", pa.int64()),
+        ("live_tensors", pa.int64()),
+        ("n_changes", pa.int64()),
+        ("peak_event_id", pa.int64()),
+        ("heap_allocated", pa.int64()),
+        ("stack_reserved", pa.int64()),
+        ("free", pa.int64()),
+        ("fragmentation", pa.float64()),
+        ("lifetime_peak_bytes", pa.int64()),
+    ]
+)
+_IN_USE_TIMELINE = pa.schema(
+    [
+        ("allocator", pa.string()),
+        ("time_ns", pa.int64()),
+        ("delta_bytes", pa.int64()),
+        ("bytes_in_use", pa.int64()),
+    ]
+)
+_LIVE = pa.schema([("allocator", pa.string()), ("row", pa.int64())])
+
+
+def _int64(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """An int64 column as numpy, nulls as 0."""
+    return np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def replay_in_use(trace: Trace, allocator: str | None) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """``(timeline, peaks, live)`` of ``source="in_use"``: the level each allocator reported.
+
+    XSpace: each MemoryAllocation / MemoryDeallocation record reports the allocator's
+    ``heap_allocated`` and ``stack_reserved`` (a missing one counts 0); the level is their sum.
+    Per allocator, over its records in time order (file order for equal times), the peak is
+    the largest level, at the last record reaching it (as XProf's memory profile); the
+    allocations live then are the allocation records up to the peak whose address no later
+    record up to the peak deallocated or allocated again (records without an address are not
+    matched); ``lifetime_peak_bytes`` is the largest ``peak_bytes_in_use`` of its records
+    (null when none has one). These equal XProf's ``peakStats`` and ``peakBytesUsageLifetime``.
+
+    StepStats: each AllocatorMemoryUsed reports ``allocator_bytes_in_use`` at its event's end;
+    the peak is the largest (the last reaching it); nothing is matched to it (``live_tensors``
+    0) and ``lifetime_peak_bytes`` is null.
+    """
+    xspace = trace.kind == "XSpace"
+    table = trace.alloc_records if xspace else trace.allocations
+    names = np.asarray(table["allocator"].cast(pa.string()).to_numpy(zero_copy_only=False))
+    if xspace:
+        time_ns = _int64(table["time_ns"])
+        level = _int64(table["heap_allocated"]) + _int64(table["stack_reserved"])
+        delta = _int64(table["bytes"])
+    else:
+        ends = trace.events["end_ns"].to_numpy()
+        time_ns = np.asarray(ends[_int64(table["event_id"])], dtype=np.int64)
+        level = _int64(table["allocator_bytes_in_use"])
+        delta = np.zeros(len(level), dtype=np.int64)
+    timelines, peaks, lives = [], [], []
+    for name in sorted(set(names.tolist()) if allocator is None else {allocator}):
+        rows = np.flatnonzero(names == name)
+        rows = rows[np.argsort(time_ns[rows], kind="stable")]
+        if len(rows) == 0:
+            continue
+        levels = level[rows]
+        top = int(levels.max())
+        at = int(np.flatnonzero(levels == top)[-1])
+        live = _live_rows(table, rows[: at + 1]) if xspace else np.zeros(0, dtype=np.int64)
+        peak_row = int(rows[at])
+        row = {
+            "allocator": name,
+            "peak_bytes": top,
+            "peak_time_ns": int(time_ns[peak_row]),
+            "live_tensors": len(live),
+            "n_changes": len(rows),
+            "peak_event_id": table["event_id"][peak_row].as_py(),
+        }
+        if xspace:
+            for column in ("heap_allocated", "stack_reserved", "free", "fragmentation"):
+                row[column] = table[column][peak_row].as_py()
+            lifetime = pc.max(table["peak_bytes_in_use"].take(pa.array(rows))).as_py()
+            row["lifetime_peak_bytes"] = lifetime
+        peaks.append(row)
+        timelines.append(
+            pa.table(
+                {
+                    "allocator": pa.array([name] * len(rows), pa.string()),
+                    "time_ns": time_ns[rows],
+                    "delta_bytes": delta[rows],
+                    "bytes_in_use": levels,
+                },
+                schema=_IN_USE_TIMELINE,
+            )
+        )
+        lives.append(pa.table({"allocator": [name] * len(live), "row": live}, schema=_LIVE))
+    timeline = pa.concat_tables(timelines) if timelines else _IN_USE_TIMELINE.empty_table()
+    live_table = pa.concat_tables(lives) if lives else _LIVE.empty_table()
+    return timeline, pa.Table.from_pylist(peaks, schema=_IN_USE_PEAKS), live_table
+
+
+def _live_rows(records: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """The rows (of ``rows``, records in replay order up to a peak) of the allocations still
+    live at the last: per address, the last record, when it is an allocation; in time order."""
+    address = records["address"].take(pa.array(rows))
+    has_address = np.asarray(address.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    kept = rows[has_address]
+    addresses = np.asarray(address.drop_null().to_numpy(zero_copy_only=False), dtype=np.uint64)
+    if len(kept) == 0:
+        return np.zeros(0, dtype=np.int64)
+    # The last record of each address: a stable sort by address keeps replay order within one.
+    order = np.argsort(addresses, kind="stable")
+    sorted_addresses = addresses[order]
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = sorted_addresses[1:] != sorted_addresses[:-1]
+    candidates = np.sort(order[last])  # positions in replay order
+    allocation = np.asarray(
+        records["is_allocation"].take(pa.array(kept[candidates])).to_numpy(zero_copy_only=False),
+        dtype=bool,
+    )
+    return np.asarray(kept[candidates][allocation], dtype=np.int64)

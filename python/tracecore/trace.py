@@ -311,7 +311,10 @@ class Trace(TableAttributes):
         self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None
     ) -> MemoryReplay:
         """Replays memory per allocator. ``source="records"`` replays the allocation records;
-        ``source="tensors"`` reproduces TensorFlow timeline.py's tensor-lifetime model exactly.
+        ``source="tensors"`` reproduces TensorFlow timeline.py's tensor-lifetime model exactly;
+        ``source="in_use"`` follows the level the allocator itself reported (XSpace memory
+        events, StepStats ``allocator_bytes_in_use``): its peak, the allocations live then and
+        the lifetime peak, as XProf's memory profile (see :func:`tracecore.replay.replay_in_use`).
         ``baseline="snapshot"`` (records only) aligns the level with the allocator's first
         ``allocator_bytes_in_use`` snapshot. ``allocator``: replay that allocator only (a
         ``KeyError`` names the allocators when the trace has no such one)."""

@@ -146,9 +146,8 @@ const void* Validity(const ColumnView& c, ArrowArray* out, ArrayPrivate* priv) {
   return priv->bitmaps.back().data();
 }
 
-void ExportStrings(const StringColumn& s, int64_t length, ArrowArray* out, ArrayPrivate* priv) {
-  SetBuffers(out, priv, {nullptr, s.offsets.data(), NonNull(s.data.data())});
-  (void)length;
+void ExportStrings(const StringColumn& s, const void* validity, ArrowArray* out, ArrayPrivate* priv) {
+  SetBuffers(out, priv, {validity, s.offsets.data(), NonNull(s.data.data())});
 }
 
 // `bytes` of zeros owned by `priv`.
@@ -200,7 +199,8 @@ void ExportAllNull(const ColumnView& c, const StringPool& pool, ArrowSchema* par
       ExportDictionary(c, pool, parent_schema, out, priv, validity, Zeros(priv, rows * 4));
       return;
     case ColumnKind::kString:
-      AddSchemaChild(parent_schema, "u", c.name);
+    case ColumnKind::kBinary:
+      AddSchemaChild(parent_schema, c.kind == ColumnKind::kString ? "u" : "z", c.name);
       SetBuffers(out, priv, {validity, Zeros(priv, (rows + 1) * 4), kEmptyBuffer});
       return;
     case ColumnKind::kListInt32:
@@ -259,21 +259,22 @@ void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* pare
       ExportDictionary(c, pool, parent_schema, out, priv, validity, NonNull(c.values));
       return;
     }
-    case ColumnKind::kString: {
-      AddSchemaChild(parent_schema, "u", c.name);
-      ExportStrings(*c.strings, c.length, out, priv);
+    case ColumnKind::kString:
+    case ColumnKind::kBinary: {
+      AddSchemaChild(parent_schema, c.kind == ColumnKind::kString ? "u" : "z", c.name);
+      ExportStrings(*c.strings, Validity(c, out, priv), out, priv);
       return;
     }
     case ColumnKind::kListInt32:
     case ColumnKind::kListInt64:
     case ColumnKind::kListString: {
       ArrowSchema* schema = AddSchemaChild(parent_schema, "+l", c.name);
-      SetBuffers(out, priv, {nullptr, c.list_offsets});
+      SetBuffers(out, priv, {Validity(c, out, priv), c.list_offsets});
       ArrowArray* child = AddArrayChild(out, c.values_length);
       auto* child_priv = static_cast<ArrayPrivate*>(child->private_data);
       if (c.kind == ColumnKind::kListString) {
         AddSchemaChild(schema, "u", "item");
-        ExportStrings(*c.strings, c.values_length, child, child_priv);
+        ExportStrings(*c.strings, nullptr, child, child_priv);
       } else {
         AddSchemaChild(schema, c.kind == ColumnKind::kListInt32 ? "i" : "l", "item");
         SetBuffers(child, child_priv, {nullptr, NonNull(c.values)});

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "importers/xspace/xspace_importer.h"
 
 namespace tracecore {
 
@@ -12,9 +13,13 @@ bool IsGzip(const MappedFile& file) {
          static_cast<unsigned char>(file.data()[1]) == 0x8b;
 }
 
-std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions& options,
-                                       const InflateLimits& limits) {
-  if (!IsGzip(file)) return ParseTrace(file, options);
+namespace {
+
+// read(view) of `file`, or of its decompressed data when it is gzip (see OpenTrace).
+template <class Read>
+std::shared_ptr<TraceTables> ReadDecompressed(const MappedFile& file, const InflateLimits& limits,
+                                              Read&& read) {
+  if (!IsGzip(file)) return read(file);
   InflateOptions gzip;
   gzip.format = CompressionFormat::kGzip;
   InflatedBuffer inflated;
@@ -31,10 +36,24 @@ std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions
   const auto view = MappedFile::FromMemory(reinterpret_cast<const char*>(owner->data()),
                                            owner->size(), owner);
   try {
-    return ParseTrace(*view, options);
+    return read(*view);
   } catch (const TraceFormatError& e) {
     throw e.Appended(" (in the decompressed gzip data)");
   }
+}
+
+}  // namespace
+
+std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions& options,
+                                       const InflateLimits& limits) {
+  return ReadDecompressed(file, limits, [&](const MappedFile& f) { return ParseTrace(f, options); });
+}
+
+std::shared_ptr<TraceTables> OpenXSpaceEventStats(const MappedFile& file, size_t expected_events,
+                                                  const InflateLimits& limits) {
+  return ReadDecompressed(file, limits, [&](const MappedFile& f) {
+    return ReadXSpaceEventStats(f, expected_events);
+  });
 }
 
 }  // namespace tracecore

@@ -24,4 +24,9 @@ bool IsGzip(const MappedFile& file);
 std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions& options,
                                        const InflateLimits& limits = {});
 
+// The event_stats table of an XSpace `file` that OpenTrace read (with `expected_events`
+// events), decompressing it again when it is gzip (see ReadXSpaceEventStats).
+std::shared_ptr<TraceTables> OpenXSpaceEventStats(const MappedFile& file, size_t expected_events,
+                                                  const InflateLimits& limits = {});
+
 }  // namespace tracecore

@@ -20,6 +20,7 @@ enum class ColumnKind {
   kBool,        // one byte per row in `values`, bit-packed on export
   kDictString,  // uint32 string-pool ids in `values`
   kString,      // `strings`
+  kBinary,      // `strings`, bytes that need not be UTF-8
   kListInt32,   // `list_offsets` + int32 `values`
   kListInt64,   // `list_offsets` + int64 `values`
   kListString,  // `list_offsets` + `strings`
@@ -58,6 +59,7 @@ template <> struct ColumnStorageOf<ColumnKind::kFloat64> { using type = Column<d
 template <> struct ColumnStorageOf<ColumnKind::kBool> { using type = Column<uint8_t>; };
 template <> struct ColumnStorageOf<ColumnKind::kDictString> { using type = Column<uint32_t>; };
 template <> struct ColumnStorageOf<ColumnKind::kString> { using type = StringColumn; };
+template <> struct ColumnStorageOf<ColumnKind::kBinary> { using type = StringColumn; };
 template <> struct ColumnStorageOf<ColumnKind::kListInt32> { using type = ListColumn<int32_t>; };
 template <> struct ColumnStorageOf<ColumnKind::kListInt64> { using type = ListColumn<int64_t>; };
 template <> struct ColumnStorageOf<ColumnKind::kListString> { using type = ListStringColumn; };

@@ -13,7 +13,7 @@
 //                                    leaves both empty: the column then reads as all null
 //                                    (no memory, no work per row), and capacity planning
 //                                    leaves it alone
-// Type: Int32 Int64 UInt8 UInt32 UInt64 Float64 Bool DictString String ListInt32 ListInt64
+// Type: Int32 Int64 UInt8 UInt32 UInt64 Float64 Bool DictString String Binary ListInt32 ListInt64
 //   ListString (see ColumnKind in column_def.h). DictString values are StringPool ids, exported
 //   as dictionary<int32, string>.
 // Role: how the merge of parallel chunks and Finish treat the column:
@@ -40,14 +40,24 @@
         "One row per AllocatorMemoryUsed of an event (StepStats memory).")                       \
   TABLE(alloc_records, AllocRecordTable, event_id,                                               \
         "One row per allocator change: a StepStats AllocationRecord, an XSpace "                \
-        "MemoryAllocation/MemoryDeallocation, a Kineto [memory] instant.")                       \
+        "MemoryAllocation/MemoryDeallocation event (integer columns take an int64 stat, or a "  \
+        "uint64 up to 2^63-1; string columns a str, ref or compressed stat; a stat is looked "  \
+        "up by name, the event's own first, then its metadata's), a Kineto [memory] instant.")                       \
   TABLE(cost_graph, CostGraphTable, name, "One row per node of a RunMetadata's cost graph.")     \
   TABLE(graph_nodes, GraphNodeTable, graph_index,                                                \
         "One row per NodeDef of the GraphDefs a RunMetadata holds.")                             \
   TABLE(thread_names, ThreadNameTable, device_index,                                             \
         "One row per thread_names entry of a DeviceStepStats.")                                  \
   TABLE(persistent_tensors, PersistentTensorTable, event_id,                                     \
-        "One row per MemoryStats.persistent_tensor_alloc_ids entry.")
+        "One row per MemoryStats.persistent_tensor_alloc_ids entry.")                            \
+  TABLE(event_stats, EventStatTable, event_id,                                                   \
+        "XSpace: one row per stat of each timed event, its own in wire order, then those of "   \
+        "its event metadata whose metadata id it does not hold (`inherited`). Built from the "  \
+        "source on first use, not by the open.")                                                 \
+  TABLE(plane_stats, PlaneStatTable, plane_index, "XSpace: one row per stat of a plane.")        \
+  TABLE(aggregate_events, AggregateEventTable, device_index,                                     \
+        "XSpace: one row per aggregate XEvent (`num_occurrences` set: a count and a total "     \
+        "duration, no point in time, so not a row of `events`).")
 
 #define TRACECORE_COLUMNS_devices(COLUMN, NULLABLE, OPTIONAL)                                    \
   COLUMN(device_index, Int32, DeviceRef, "Position of the block: 0, 1, ... in file order.")      \
@@ -124,7 +134,24 @@
   COLUMN(event_id, Int64, EventRef, "The event it belongs to.")                                  \
   COLUMN(allocator, DictString, StringId, "The allocator.")                                      \
   COLUMN(time_ns, Int64, Plain, "When, ns (alloc_micros x 1000 for StepStats).")                 \
-  COLUMN(bytes, Int64, Plain, "Bytes allocated (positive) or freed (negative).")
+  COLUMN(bytes, Int64, Plain,                                                                   \
+         "Bytes allocated (positive) or freed (negative); XSpace: allocation_bytes, negative "  \
+         "for a MemoryDeallocation (0 without it).")                                             \
+  OPTIONAL(is_allocation, Bool, Plain, "XSpace: a MemoryAllocation (else a MemoryDeallocation).") \
+  OPTIONAL(heap_allocated, Int64, Plain, "XSpace: the allocator's bytes_allocated after it.")   \
+  OPTIONAL(stack_reserved, Int64, Plain, "XSpace: bytes_reserved.")                              \
+  OPTIONAL(free, Int64, Plain, "XSpace: bytes_available.")                                       \
+  OPTIONAL(fragmentation, Float64, Plain, "XSpace: fragmentation.")                              \
+  OPTIONAL(peak_bytes_in_use, Int64, Plain, "XSpace: peak_bytes_in_use (the allocator's so far).") \
+  OPTIONAL(requested_bytes, Int64, Plain, "XSpace: requested_bytes.")                            \
+  OPTIONAL(allocation_bytes, Int64, Plain, "XSpace: allocation_bytes.")                          \
+  OPTIONAL(address, UInt64, Plain, "XSpace: addr (an int64 value as its two's complement).")    \
+  OPTIONAL(tf_op, DictString, StringId, "XSpace: tf_op, the op that asked.")                     \
+  OPTIONAL(shape, ListInt64, Plain,                                                              \
+           "XSpace: shape parsed from \"[d0,d1,...]\"; null when not of that form.")            \
+  OPTIONAL(dtype, DictString, StringId, "XSpace: data_type as a DataType name (DT_FLOAT, ...).") \
+  OPTIONAL(region, DictString, StringId, "XSpace: region_type (output, temp, ...).")             \
+  OPTIONAL(step_id, Int64, Plain, "XSpace: group_id.")
 
 #define TRACECORE_COLUMNS_cost_graph(COLUMN, NULLABLE, OPTIONAL)                                 \
   COLUMN(name, DictString, StringId, "CostGraphDef.Node.name.")                                  \
@@ -158,3 +185,38 @@
 #define TRACECORE_COLUMNS_persistent_tensors(COLUMN, NULLABLE, OPTIONAL)                         \
   COLUMN(event_id, Int64, EventRef, "The event it belongs to.")                                  \
   COLUMN(allocation_id, Int64, Plain, "The allocation id.")
+
+// The stat value columns of event_stats and plane_stats.
+#define TRACECORE_STAT_VALUE_COLUMNS(COLUMN, NULLABLE, OPTIONAL)                                 \
+  COLUMN(name, DictString, StringId,                                                             \
+         "The stat metadata's name (\"\" when its id is not in the plane's map).")               \
+  COLUMN(metadata_id, Int64, Plain, "XStat.metadata_id.")                                        \
+  COLUMN(value_kind, DictString, StringId,                                                       \
+         "The value set (the last member on the wire): double, uint64, int64, str, bytes, "     \
+         "ref, compressed or none.")                                                             \
+  NULLABLE(int64_value, Int64, Plain, "int64_value.")                                            \
+  NULLABLE(uint64_value, UInt64, Plain, "uint64_value; a ref: ref_value.")                       \
+  NULLABLE(double_value, Float64, Plain, "double_value.")                                        \
+  NULLABLE(str_value, DictString, StringId,                                                      \
+           "str_value; a ref: the referenced stat metadata's name (\"\" when absent); "          \
+           "compressed_str_value: gunzipped.")                                                   \
+  NULLABLE(bytes_value, Binary, Plain, "bytes_value.")
+
+#define TRACECORE_COLUMNS_event_stats(COLUMN, NULLABLE, OPTIONAL)                                \
+  COLUMN(event_id, Int64, EventRef, "The event (events.event_id).")                              \
+  TRACECORE_STAT_VALUE_COLUMNS(COLUMN, NULLABLE, OPTIONAL)                                       \
+  COLUMN(inherited, Bool, Plain, "From the event's metadata, not the event itself.")
+
+#define TRACECORE_COLUMNS_plane_stats(COLUMN, NULLABLE, OPTIONAL)                                \
+  COLUMN(plane_index, Int32, Plain, "The plane's position in the XSpace: 0, 1, ...")             \
+  COLUMN(plane, DictString, StringId, "The plane's name.")                                       \
+  TRACECORE_STAT_VALUE_COLUMNS(COLUMN, NULLABLE, OPTIONAL)
+
+#define TRACECORE_COLUMNS_aggregate_events(COLUMN, NULLABLE, OPTIONAL)                           \
+  COLUMN(device_index, Int32, DeviceRef, "The event's line (devices.device_index).")             \
+  COLUMN(device, DictString, StringId, "The plane's name.")                                      \
+  COLUMN(node_name, DictString, StringId, "The event metadata's name.")                          \
+  COLUMN(timeline_label, DictString, StringId, "The event metadata's display_name.")             \
+  NULLABLE(op, DictString, StringId, "The op, by the rules of events.op.")                       \
+  COLUMN(num_occurrences, Int64, Plain, "XEvent.num_occurrences.")                               \
+  COLUMN(duration_ps, Int64, Plain, "XEvent.duration_ps: the occurrences' total, ps.")

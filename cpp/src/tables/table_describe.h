@@ -16,14 +16,14 @@ template <class T, class A>
 ColumnView ViewOf(const ColumnDef& d, const std::vector<T, A>& v, const Column<uint8_t>* valid) {
   return columns::Fixed(d.name, d.kind, v, valid != nullptr ? valid->data() : nullptr);
 }
-inline ColumnView ViewOf(const ColumnDef& d, const StringColumn& s, const Column<uint8_t>*) {
-  return columns::String(d.name, s);
+inline ColumnView ViewOf(const ColumnDef& d, const StringColumn& s, const Column<uint8_t>* valid) {
+  return columns::String(d.name, s, valid != nullptr ? valid->data() : nullptr, d.kind);
 }
 inline ColumnView ViewOf(const ColumnDef& d, const ListColumn<int32_t>& l, const Column<uint8_t>*) {
   return columns::ListInt32(d.name, l);
 }
-inline ColumnView ViewOf(const ColumnDef& d, const ListColumn<int64_t>& l, const Column<uint8_t>*) {
-  return columns::ListInt64(d.name, l);
+inline ColumnView ViewOf(const ColumnDef& d, const ListColumn<int64_t>& l, const Column<uint8_t>* valid) {
+  return columns::ListInt64(d.name, l, valid != nullptr ? valid->data() : nullptr);
 }
 inline ColumnView ViewOf(const ColumnDef& d, const ListStringColumn& l, const Column<uint8_t>*) {
   return columns::ListString(d.name, l);

@@ -17,13 +17,18 @@ ColumnView List(const char* n, ColumnKind kind, const ListColumn<T>& l) {
 }
 }  // namespace
 
-ColumnView String(const char* n, const StringColumn& s) {
-  ColumnView c{n, ColumnKind::kString, static_cast<int64_t>(s.size())};
+ColumnView String(const char* n, const StringColumn& s, const uint8_t* valid, ColumnKind kind) {
+  ColumnView c{n, kind, static_cast<int64_t>(s.size())};
   c.strings = &s;
+  c.valid = valid;
   return c;
 }
 ColumnView ListInt32(const char* n, const ListColumn<int32_t>& l) { return List(n, ColumnKind::kListInt32, l); }
-ColumnView ListInt64(const char* n, const ListColumn<int64_t>& l) { return List(n, ColumnKind::kListInt64, l); }
+ColumnView ListInt64(const char* n, const ListColumn<int64_t>& l, const uint8_t* valid) {
+  ColumnView c = List(n, ColumnKind::kListInt64, l);
+  c.valid = valid;
+  return c;
+}
 ColumnView ListString(const char* n, const ListStringColumn& l) {
   ColumnView c{n, ColumnKind::kListString, static_cast<int64_t>(l.size())};
   c.list_offsets = l.offsets.data();
@@ -51,6 +56,7 @@ const char* ArrowTypeName(ColumnKind kind) {
     case ColumnKind::kBool: return "bool";
     case ColumnKind::kDictString: return "dictionary<int32, string>";
     case ColumnKind::kString: return "string";
+    case ColumnKind::kBinary: return "binary";
     case ColumnKind::kListInt32: return "list<int32>";
     case ColumnKind::kListInt64: return "list<int64>";
     case ColumnKind::kListString: return "list<string>";

@@ -71,9 +71,11 @@ ColumnView Dict(const char* name, const std::vector<uint32_t, A>& ids,
                 const Column<uint8_t>* valid = nullptr) {
   return Fixed(name, ColumnKind::kDictString, ids, valid ? valid->data() : nullptr);
 }
-ColumnView String(const char* name, const StringColumn& s);
+// `valid`: one byte per row (0 = null), or nullptr; `kind`: kString, or kBinary for bytes.
+ColumnView String(const char* name, const StringColumn& s, const uint8_t* valid = nullptr,
+                  ColumnKind kind = ColumnKind::kString);
 ColumnView ListInt32(const char* name, const ListColumn<int32_t>& l);
-ColumnView ListInt64(const char* name, const ListColumn<int64_t>& l);
+ColumnView ListInt64(const char* name, const ListColumn<int64_t>& l, const uint8_t* valid = nullptr);
 ColumnView ListString(const char* name, const ListStringColumn& l);
 }  // namespace columns
 

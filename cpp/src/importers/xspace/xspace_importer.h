@@ -9,8 +9,13 @@
 //            floor((line.timestamp_ns * 1000 + offset_ps [+ duration_ps]) / 1000), step =
 //            group_id > step_num > iter_num (tests/xspace_oracle.py has the same rules)
 //
-// Aggregate events (num_occurrences) have no place on a timeline: they are skipped (and
-// counted by the decoder). Stats, plane stats and memory events are not tables yet.
+//   aggregate_events  the events with num_occurrences (no point in time: not on the timeline)
+//   plane_stats       every stat of every plane
+//   alloc_records     one row per MemoryAllocation / MemoryDeallocation event, its stats
+//                     (its own, then its metadata's; the first of a name) as columns
+//   event_stats       every stat of every timed event: not built by ReadXSpace (they can take
+//                     more memory than the events), but by ReadXSpaceEventStats, a second pass
+//                     over the same input, when asked for
 #pragma once
 
 #include <memory>
@@ -30,5 +35,11 @@ bool LooksLikeXSpace(std::string_view input);
 // Reads `file` as a serialised XSpace. Throws TraceFormatError (with a byte offset) for bad
 // input or a time out of int64 range.
 std::shared_ptr<TraceTables> ReadXSpace(const MappedFile& file);
+
+// The event_stats table of the XSpace `file` (the other tables empty), whose ReadXSpace gave
+// `expected_events` events: event_id numbers the timed events as ReadXSpace does. Throws
+// TraceFormatError as ReadXSpace, and when the input no longer holds `expected_events` timed
+// events (it changed since it was read).
+std::shared_ptr<TraceTables> ReadXSpaceEventStats(const MappedFile& file, size_t expected_events);
 
 }  // namespace tracecore
