@@ -118,6 +118,11 @@ inline void CheckView(const tracecore::TableView& view, const tracecore::StringP
       case ColumnKind::kString:
         CheckStrings(*c.strings, c.length, table, c.name);
         break;
+      case ColumnKind::kBinary:
+        Check(c.strings->offsets.size() == static_cast<size_t>(c.length) + 1, table, c.name, "offsets size");
+        CheckOffsets(c.strings->offsets.data(), c.length, static_cast<int64_t>(c.strings->data.size()),
+                     table, c.name);
+        break;
       case ColumnKind::kListInt32:
       case ColumnKind::kListInt64:
         CheckOffsets(c.list_offsets, c.length, c.values_length, table, c.name);
@@ -170,6 +175,9 @@ inline void CheckRelations(const TraceTables& t) {
   ids_in_range(t.persistent_tensors.event_id, "persistent_tensors");
   for (int32_t d : t.thread_names.device_index) {
     Check(d >= 0 && d < n_devices, "thread_names", "device_index", "out of range");
+  }
+  for (int32_t d : t.aggregate_events.device_index) {
+    Check(d >= 0 && d < n_devices, "aggregate_events", "device_index", "out of range");
   }
   Check(t.kind != tracecore::TraceKind::kUnknown, "trace", "kind", "not decided");
 }

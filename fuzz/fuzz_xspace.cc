@@ -9,6 +9,7 @@
 //   * the decoder's counts equal the calls seen, and a second decode gives the same counts.
 // Then the importer: ParseTrace(format="xspace") with the checks and queries of fuzz_common.h
 // (tables exported and validated, every query run).
+// Then the second pass that builds event_stats (EventStatsPass).
 // Only TraceFormatError may escape; anything else (or a broken check) aborts as a finding.
 #include <cstdint>
 #include <cstdio>
@@ -198,6 +199,44 @@ bool DecodeChecked(const std::string& input, DecodeCounts* counts) {
   return true;
 }
 
+// The second pass that builds event_stats (ReadXSpaceEventStats): on an input the open read,
+// it succeeds with one row per stat of the timed events, each naming one of them, and its
+// tables check and export as any other; on one the open refused, it may fail the same way.
+void EventStatsPass(const uint8_t* data, size_t size) {
+  auto file = tracecore::MappedFile::FromBuffer(std::string(reinterpret_cast<const char*>(data), size));
+  std::shared_ptr<tracecore::TraceTables> tables;
+  try {
+    tracecore::OpenOptions options;
+    options.format = "xspace";
+    options.threads = 1;
+    tables = tracecore::OpenTrace(*file, options);
+  } catch (const tracecore::TraceFormatError&) {
+    return;
+  }
+  if (tables->kind != tracecore::TraceKind::kXSpace) return;  // read as another format
+  std::shared_ptr<tracecore::TraceTables> stats;
+  try {
+    stats = std::const_pointer_cast<tracecore::TraceTables>(
+        tracecore::OpenXSpaceEventStats(*file, tables->events.size()));
+  } catch (const tracecore::TraceFormatError& e) {
+    Finding(std::string("the event_stats pass failed on an input the open read: ") + e.what());
+  } catch (const std::exception& e) {
+    Finding(std::string("unexpected exception from the event_stats pass: ") + e.what());
+  }
+  const auto n = static_cast<int64_t>(tables->events.size());
+  for (size_t i = 0; i < stats->event_stats.size(); ++i) {
+    const int64_t id = stats->event_stats.event_id[i];
+    Check(id >= 0 && id < n, "event_stats.event_id out of range");
+    if (i > 0) Check(id >= stats->event_stats.event_id[i - 1], "event_stats.event_id not in file order");
+  }
+  tracecore_fuzz::CheckPool(stats->pool);
+  for (const std::string& name : tracecore::TableNames()) {
+    tracecore::TableView view = tracecore::DescribeTable(*stats, name);
+    tracecore_fuzz::CheckView(view, stats->pool, name.c_str());
+    tracecore_fuzz::ExportAndRelease(view, stats->pool, stats);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -211,5 +250,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           "a second decode gives other counts");
   }
   tracecore_fuzz::RunInput(data, size, "xspace", /*queries=*/true);
+  EventStatsPass(data, size);
   return 0;
 }

@@ -280,6 +280,9 @@ class Importer : public xspace::NullVisitor {
       st.inherited.push_back(s.inherited ? 1 : 0);
       return;
     }
+    // A compressed value is checked here (gzip'ed UTF-8), not first when the stats are built:
+    // an XSpace holding a bad one is refused by the open.
+    if (s.kind == StatKind::kCompressed) Decompressed(s);
     if (s.metadata->ordinal == xspace::kUnknownOrdinal) return;
     const Role role = static_cast<Role>(stat_roles_[s.metadata->ordinal]);
     const uint32_t bit = uint32_t{1} << role;
