@@ -92,3 +92,71 @@ TEST(XSpaceImporter, TruncatedInputIsAnErrorWithItsOffset) {
   const std::string bytes = Profile();
   EXPECT_THROW_WITH(Read(bytes.substr(0, bytes.size() - 3)), TraceFormatError, "byte offset");
 }
+
+TEST(XSpaceImporter, AggregateEventsHaveTheirOwnTable) {
+  const auto t = Read(Profile());
+  const AggregateEventTable& a = t->aggregate_events;
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_COLUMN(a.device_index, {0});
+  EXPECT_COLUMN(Names(t->pool, a.node_name), {"scope/a:MatMul"});
+  EXPECT_COLUMN(a.num_occurrences, {3});
+  EXPECT_COLUMN(a.duration_ps, {100000});
+  EXPECT_EQ(std::string(t->pool.Get(a.op[0])), "MatMul");
+}
+
+TEST(XSpaceImporter, EventStatsComeFromASecondPassNumberedAsTheEvents) {
+  const std::string bytes = Profile();
+  const auto t = Read(bytes);
+  EXPECT_EQ(t->event_stats.size(), 0u);  // not built by the open
+  const auto s = ReadXSpaceEventStats(*MappedFile::FromBuffer(bytes), t->events.size());
+  const EventStatTable& st = s->event_stats;
+  ASSERT_EQ(st.size(), 1u);  // the group_id of event 0 (the aggregate's stats are not rows)
+  EXPECT_COLUMN(st.event_id, {0});
+  EXPECT_COLUMN(Names(s->pool, st.name), {"group_id"});
+  EXPECT_COLUMN(Names(s->pool, st.value_kind), {"int64"});
+  EXPECT_COLUMN(st.int64_value, {42});
+  EXPECT_COLUMN(st.int64_value_valid, {1});
+  EXPECT_COLUMN(st.uint64_value_valid, {0});
+  EXPECT_COLUMN(st.inherited, {0});
+  // Another event count: the source is not the one opened.
+  EXPECT_THROW_WITH(ReadXSpaceEventStats(*MappedFile::FromBuffer(bytes), 5), TraceFormatError,
+                    "changed since");
+}
+
+namespace {
+// A /host:CPU plane with an allocation and a deallocation of one address by "mklcpu".
+std::string Memory(int64_t dealloc_bytes) {
+  auto stat = [](int64_t key, int64_t v) { return S(4, F(1, key) + F(4, static_cast<uint64_t>(v))); };
+  auto text = [](int64_t key, const std::string& v) { return S(4, F(1, key) + S(5, v)); };
+  const std::string alloc = S(4, F(1, 1) + F(2, 1000) + text(1, "mklcpu") + stat(2, 64) +
+                                     stat(3, 64) + stat(4, 0xabc) + text(5, "[2, 8]") + stat(6, 1));
+  const std::string free = S(4, F(1, 2) + F(2, 5000) + text(1, "mklcpu") + stat(2, dealloc_bytes) +
+                                    stat(3, 0) + stat(4, 0xabc));
+  const std::string line = F(1, 1) + S(2, "python") + F(3, 100) + alloc + free;
+  return S(1, F(1, 0) + S(2, "/host:CPU") + S(3, line) + EventMeta(1, "MemoryAllocation") +
+              EventMeta(2, "MemoryDeallocation") + StatMeta(1, "allocator_name") +
+              StatMeta(2, "allocation_bytes") + StatMeta(3, "bytes_allocated") +
+              StatMeta(4, "addr") + StatMeta(5, "shape") + StatMeta(6, "data_type"));
+}
+}  // namespace
+
+TEST(XSpaceImporter, MemoryEventsAreAllocRecordsWithTheirStats) {
+  const auto t = Read(Memory(64));
+  const AllocRecordTable& r = t->alloc_records;
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_COLUMN(r.event_id, {0, 1});
+  EXPECT_COLUMN(Names(t->pool, r.allocator), {"mklcpu", "mklcpu"});
+  EXPECT_COLUMN(r.time_ns, {101, 105});  // 100 ns + 1000 ps, + 5000 ps
+  EXPECT_COLUMN(r.bytes, {64, -64});
+  EXPECT_COLUMN(r.is_allocation, {1, 0});
+  EXPECT_COLUMN(r.heap_allocated, {64, 0});
+  EXPECT_COLUMN(r.address, {0xabc, 0xabc});
+  EXPECT_COLUMN(r.shape.offsets, {0, 2, 2});
+  EXPECT_COLUMN(r.shape.values, {2, 8});
+  EXPECT_COLUMN(r.shape_valid, {1, 0});
+  EXPECT_COLUMN(Names(t->pool, r.dtype), {"DT_FLOAT", ""});
+  EXPECT_COLUMN(r.dtype_valid, {1, 0});
+  EXPECT_COLUMN(r.stack_reserved_valid, {0, 0});
+  // A deallocation of -2^63 bytes: its negation does not fit the bytes column.
+  EXPECT_THROW_WITH(Read(Memory(INT64_MIN)), TraceFormatError, "overflows int64");
+}

@@ -7,8 +7,8 @@ An event file (``events.out.tfevents.*``) holds RunMetadata in two places: Tenso
 0 bytes). :func:`scan` lists them without parsing them (the native scan checks every record's
 CRCs); :func:`open_event_file` and :func:`open_logdir` parse each one with the binary importer.
 
-This module is a prototype on top of ``_core.tfevents_scan`` and ``_core.open_bytes`` (which
-copies each RunMetadata once); the core will parse them in place and return a TraceSet.
+The native core maps each file once, checks its records and parses every RunMetadata in place
+(a view of the file's bytes), in parallel (``_core.open_event_file``).
 """
 
 from __future__ import annotations
@@ -75,34 +75,32 @@ def scan(path: str | os.PathLike[str], *, strict: bool = True) -> dict[str, Any]
 
 def open_event_file(path: str | os.PathLike[str], *, strict: bool = True, threads: int = 0,
                     root: str | os.PathLike[str] | None = None) -> list[EventTrace]:
-    """Every RunMetadata of an event file, parsed with the binary importer."""
-    path_str = os.fspath(path)
-    return _parse_found(path_str, scan(path_str, strict=strict), threads, root)
+    """Every RunMetadata of an event file, parsed in place (no copy) by the binary importer, in
+    parallel. ``root``: the log directory the file's run is named relative to."""
+    return _open_found(os.fspath(path), strict, threads, root)[0]
 
 
-def _parse_found(path_str: str, result: dict[str, Any], threads: int,
-                 root: str | os.PathLike[str] | None) -> list[EventTrace]:
+def _open_found(path_str: str, strict: bool, threads: int,
+                root: str | os.PathLike[str] | None) -> tuple[list[EventTrace], dict[str, Any]]:
+    """The traces of one event file, and its scan (the dict of ``_core.tfevents_scan``)."""
+    try:
+        result = _core.open_event_file(path_str, strict=strict, threads=threads)
+    except TraceFormatError as e:
+        error = TraceFormatError(f"{path_str}: {e}")
+        error.offset = e.offset
+        error.line = error.column = None
+        raise error from None
     run = os.path.relpath(os.path.dirname(os.path.abspath(path_str)),
                           os.path.abspath(root)) if root is not None else "."
     traces = []
-    with open(path_str, "rb") as f:
-        data = memoryview(f.read())
-    for found in result["run_metadata"]:
-        payload = bytes(data[found["offset"]:found["offset"] + found["length"]])
+    for found, core in zip(result["run_metadata"], result.pop("traces"), strict=True):
         trace = None
-        has_step_stats = False
-        if payload:
-            label = f"{path_str}#{found['tag']}@{found['step']}"
-            try:
-                core = _core.open_bytes(payload, format="binary", threads=threads)
-            except TraceFormatError as e:
-                raise TraceFormatError(
-                    f"{label}: the RunMetadata at byte {found['offset']}: {e}") from None
-            trace = Trace.from_core(core, label)
-            has_step_stats = core.num_events > 0
+        if core is not None:
+            trace = Trace.from_core(core, f"{path_str}#{found['tag']}@{found['step']}")
         traces.append(EventTrace(run.replace(os.sep, "/"), path_str, found["tag"], found["step"],
-                                 found["wall_time"], found["source"], trace, has_step_stats))
-    return traces
+                                 found["wall_time"], found["source"], trace,
+                                 core is not None and core.num_events > 0))
+    return traces, result
 
 
 def describe_content(content: dict[str, Any]) -> str:
@@ -137,8 +135,7 @@ def open_logdir(root: str | os.PathLike[str], *, strict: bool = True,
     out = LogDirectory(root_str)
     totals: dict[str, Any] = {}
     for path in files:
-        result = scan(path, strict=strict)
-        traces = _parse_found(path, result, threads, root_str)
+        traces, result = _open_found(path, strict, threads, root_str)
         out.scans[path] = result
         out.traces += traces
         out.warnings += [f"{path}: byte {offset}: {what}" for offset, what in result["warnings"]]
