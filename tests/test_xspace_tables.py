@@ -266,3 +266,23 @@ def test_unchanged_source_is_checked_when_stats_are_built(tmp_path: Path) -> Non
     with pytest.raises(tracecore.TraceFormatError, match="changed since") as e:
         t.event_stats  # noqa: B018
     assert f"timed events now, not the {n} it held when it was opened" in str(e.value)
+
+
+def test_cli_memory_of_an_xspace(capsys: pytest.CaptureFixture[str]) -> None:
+    """`tracecore memory` on an XSpace prints the in_use replay: XProf's peak and its live
+    allocations, largest first."""
+    from tracecore import cli
+
+    assert cli.main(["memory", str(DATA / "xspace" / "tf_keras_mlp_fit.xplane.pb")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("peak memory per allocator (heap + stack in use")
+    assert out[2].split() == ["mklcpu", "1.57", "MB", "45.713", "1.57", "MB", "0", "B",
+                              "25.27", "GB", "1.57", "MB", "3"]
+    assert out[4] == "live at the mklcpu peak: 3 allocations, 1.57 MB; largest 3:"
+    assert [line.split()[-3:] for line in out[6:9]] == [["128x1024", "524.3", "kB"]] * 3
+    assert cli.main(["memory", str(DATA / "xspace" / "jax_mlp2_tanh.xplane.pb")]) == 0
+    assert capsys.readouterr().out == (
+        "no memory held (no MemoryAllocation / MemoryDeallocation events)\n")
+    assert cli.main(["memory", "--allocator", "GPU_0_bfc",
+                     str(DATA / "xspace" / "tf_keras_mlp_fit.xplane.pb")]) != 0
+    assert "no allocator 'GPU_0_bfc'; allocators: 'mklcpu'" in capsys.readouterr().err

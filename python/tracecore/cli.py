@@ -289,9 +289,56 @@ def _check_plot(args: argparse.Namespace) -> None:
             raise UsageError(str(e)) from None
 
 
+def _memory_in_use(t: Trace, args: argparse.Namespace) -> int:
+    """``memory`` of an XSpace: what each allocator reported (``replay(source="in_use")``,
+    XProf's memory profile figures) and the allocations live at its peak."""
+    replay = t.replay(source="in_use")
+    if args.allocator is not None and args.allocator not in replay.allocators:
+        names = ", ".join(repr(a) for a in replay.allocators) or "none"
+        raise UsageError(f"no allocator {args.allocator!r}; allocators: {names}")
+    if not replay.allocators:
+        print("no memory held (no MemoryAllocation / MemoryDeallocation events)")
+        return 0
+    shown = [args.allocator] if args.allocator is not None else replay.allocators
+    t0 = _t0(t)
+    print("peak memory per allocator (heap + stack in use, as the allocator reported it)")
+    rows = []
+    for name in shown:
+        p = replay.peak(name)
+        lifetime = p["lifetime_peak_bytes"]
+        rows.append([name or "(none)", _size(p["peak_bytes"]), _ms(p["peak_time_ns"] - t0),
+                     _size(p["heap_allocated"] or 0), _size(p["stack_reserved"] or 0),
+                     _size(p["free"]) if p["free"] is not None else "-",
+                     _size(lifetime) if lifetime is not None else "-", p["live_tensors"]])
+    _print_table(["allocator", "peak", "at ms", "heap", "stack", "free", "lifetime peak",
+                  "live"], rows)
+    focus = args.allocator if args.allocator is not None else max(
+        shown, key=lambda a: replay.peak(a)["peak_bytes"])
+    live = replay.live_at_peak(focus)
+    print()
+    print(f"live at the {focus or '(none)'} peak: {live.num_rows} allocations, "
+          f"{_size(_checked_total(live['bytes']))}; largest {min(args.n, live.num_rows)}:")
+    if live.num_rows:
+        order = pc.sort_indices(live, sort_keys=[("bytes", "descending"), ("time_ns", "ascending")])
+        _print_table(
+            ["op", "dtype", "shape", "bytes"],
+            [[_short(r["tf_op"] or r["node_name"], 64), r["dtype"] or "-", _shape(r["shape"]),
+              _size(r["bytes"])] for r in live.take(order[: args.n]).to_pylist()],
+            left=3,
+        )
+    if args.plot:
+        from .plots import plot_memory
+
+        out = plot_memory(t, args.plot, allocator=args.allocator)
+        print(f"\nwrote {out}")
+    return 0
+
+
 def _cmd_memory(args: argparse.Namespace) -> int:
     _check_plot(args)
     t = _open(args)
+    if t.kind == "XSpace":
+        return _memory_in_use(t, args)
     records, tensors, allocators = _peaks(t)
     known = sorted(set(records.allocators) | set(tensors.allocators))
     if args.allocator is not None and args.allocator not in known:
