@@ -69,6 +69,8 @@ struct ArrayPrivate {
   std::vector<std::vector<uint8_t>> bitmaps;
   // Zeroed buffers of all-null columns: calloc hands large ones over as untouched pages.
   std::vector<std::unique_ptr<void, FreeDeleter>> zeros;
+  // The zeroed buffer all-null columns of one table share (see ExportTable).
+  std::shared_ptr<const void> shared_zeros;
   std::vector<int32_t> offsets;  // built only when a list's strings need their own offsets
   std::vector<ArrowArray*> children;
   ArrowArray* dictionary = nullptr;
@@ -189,25 +191,31 @@ void ExportDictionary(const ColumnView& c, const StringPool& pool, ArrowSchema* 
 
 // A column every row of which is null (an optional column no importer filled): zeroed values
 // or offsets and an all-zero validity bitmap, with the column's own type.
+// The bytes of zeros an all-null column of `rows` rows reads at most (values of 8 bytes).
+size_t AllNullZeroBytes(int64_t rows) { return (static_cast<size_t>(rows) + 1) * 8; }
+
 void ExportAllNull(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
-                   ArrowArray* out, ArrayPrivate* priv) {
-  const auto rows = static_cast<size_t>(c.length);
-  const void* validity = Zeros(priv, rows / 8 + 1);
+                   ArrowArray* out, ArrayPrivate* priv, const std::shared_ptr<const void>& zeros) {
+  // Every buffer of the column (validity, values, offsets) is the table's one shared buffer of
+  // zeros, AllNullZeroBytes(rows) long: read-only, as Arrow buffers are.
+  priv->shared_zeros = zeros;
+  const void* z = zeros.get();
+  const void* validity = z;
   out->null_count = c.length;
   switch (c.kind) {
     case ColumnKind::kDictString:
-      ExportDictionary(c, pool, parent_schema, out, priv, validity, Zeros(priv, rows * 4));
+      ExportDictionary(c, pool, parent_schema, out, priv, validity, z);
       return;
     case ColumnKind::kString:
     case ColumnKind::kBinary:
       AddSchemaChild(parent_schema, c.kind == ColumnKind::kString ? "u" : "z", c.name);
-      SetBuffers(out, priv, {validity, Zeros(priv, (rows + 1) * 4), kEmptyBuffer});
+      SetBuffers(out, priv, {validity, z, kEmptyBuffer});
       return;
     case ColumnKind::kListInt32:
     case ColumnKind::kListInt64:
     case ColumnKind::kListString: {
       ArrowSchema* schema = AddSchemaChild(parent_schema, "+l", c.name);
-      SetBuffers(out, priv, {validity, Zeros(priv, (rows + 1) * 4)});
+      SetBuffers(out, priv, {validity, z});
       ArrowArray* child = AddArrayChild(out, 0);
       auto* child_priv = static_cast<ArrayPrivate*>(child->private_data);
       if (c.kind == ColumnKind::kListString) {
@@ -221,17 +229,17 @@ void ExportAllNull(const ColumnView& c, const StringPool& pool, ArrowSchema* par
     }
     default:
       AddSchemaChild(parent_schema, FixedFormat(c.kind), c.name);
-      SetBuffers(out, priv, {validity, Zeros(priv, c.kind == ColumnKind::kBool ? rows / 8 + 1 : rows * 8)});
+      SetBuffers(out, priv, {validity, z});
       return;
   }
 }
 
 void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
-                  ArrowArray* parent_array) {
+                  ArrowArray* parent_array, const std::shared_ptr<const void>& zeros) {
   ArrowArray* out = AddArrayChild(parent_array, c.length);
   auto* priv = static_cast<ArrayPrivate*>(out->private_data);
   if (c.all_null) {
-    ExportAllNull(c, pool, parent_schema, out, priv);
+    ExportAllNull(c, pool, parent_schema, out, priv, zeros);
     return;
   }
   switch (c.kind) {
@@ -292,7 +300,17 @@ void ExportTable(const TableView& table, const StringPool& pool,
   ArrayPrivate* priv = InitArray(array, table.num_rows, owner);
   SetBuffers(array, priv, {nullptr});
   try {
-    for (const ColumnView& c : table.columns) ExportColumn(c, pool, schema, array);
+    // One buffer of zeros for every all-null column: calloc hands a large one over as
+    // untouched pages, and the columns do not each count it again.
+    std::shared_ptr<const void> zeros;
+    for (const ColumnView& c : table.columns) {
+      if (c.all_null && zeros == nullptr) {
+        void* p = std::calloc(AllNullZeroBytes(table.num_rows), 1);
+        if (p == nullptr) throw std::bad_alloc();
+        zeros = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
+      }
+    }
+    for (const ColumnView& c : table.columns) ExportColumn(c, pool, schema, array, zeros);
   } catch (...) {
     schema->release(schema);
     array->release(array);
