@@ -10,6 +10,9 @@ measurement runs in a fresh subprocess after one read of the files (warm page ca
 
   tracecore scan        _core.tfevents_scan(path) on every file: framing, both CRC-32Cs of
                         every record, every Event decoded, RunMetadata listed (best of --repeat)
+  tracecore open t=N    _core.open_event_file(path, threads=N): the scan, then every
+                        RunMetadata parsed into tables in place (t=1: one thread; t=all: every
+                        core); what tracecore.open of an event file costs
   cpp records / scan /  bench/cpp/tfevents_bench (if built, see bench/README.md): the C++ core
   portable              alone; `records` = framing + CRCs only, `portable` = the same with the
                         table CRC instead of the SSE4.2 instruction
@@ -73,20 +76,30 @@ def _child_tracecore(spec: dict) -> dict:
     from tracecore import _core
 
     files = spec["files"]
-    _core.tfevents_scan(files[0])  # first call: module and page warm-up
+    threads = spec.get("threads")  # None: the scan alone; else open_event_file's threads
+
+    def read(f: str) -> tuple[dict, int]:
+        if threads is None:
+            return _core.tfevents_scan(f), 0
+        result = _core.open_event_file(f, threads=threads)
+        return result, sum(t.num_events for t in result["traces"] if t is not None)
+
+    read(files[0])  # first call: module and page warm-up
     best = best_cpu = float("inf")
-    records = run_metadata = 0
+    records = run_metadata = events = 0
     for _ in range(spec["repeat"]):
         t0, c0 = time.perf_counter(), time.process_time()
-        records = run_metadata = 0
+        records = run_metadata = events = 0
         for f in files:
-            scan = _core.tfevents_scan(f)
+            scan, n = read(f)
             records += scan["records"]
             run_metadata += len(scan["run_metadata"])
+            events += n
+            del scan
         best = min(best, time.perf_counter() - t0)
         best_cpu = min(best_cpu, time.process_time() - c0)
     return {"seconds": best, "cpu_seconds": best_cpu, "records": records,
-            "run_metadata": run_metadata, "peak_rss_kib": _hwm_kib()}
+            "run_metadata": run_metadata, "events": events, "peak_rss_kib": _hwm_kib()}
 
 
 def _child_tensorboard(spec: dict) -> dict:
@@ -173,6 +186,9 @@ def measure(path: str, args) -> list[dict]:
     size = sum(_warm(f) for f in files)
     rows = [{"engine": "tracecore scan", **_measure(
         {"engine": "tracecore", "files": files, "repeat": args.repeat})}]
+    for threads in (1, 0):
+        rows.append({"engine": f"tracecore open t={threads or 'all'}", **_measure(
+            {"engine": "tracecore", "files": files, "repeat": args.repeat, "threads": threads})})
     if not args.no_cpp:
         rows += _cpp(files, args.repeat)
     if not args.no_peer:
@@ -197,17 +213,17 @@ def measure(path: str, args) -> list[dict]:
 def _print(rows: list[dict]) -> None:
     head = rows[0]
     print(f"\n{head['path']}: {head['files']} file(s), {head['bytes'] / MB:.1f} MB")
-    print(f"  {'engine':<18}{'seconds':>10}{'MB/s':>10}{'CPU MB/s':>10}{'records/s':>12}"
+    print(f"  {'engine':<20}{'seconds':>10}{'MB/s':>10}{'CPU MB/s':>10}{'records/s':>12}"
           f"{'records':>10}{'RunMeta':>9}{'peak MB':>9}{'x TB':>8}{'x TB CPU':>9}")
     for r in rows:
         if "error" in r:
-            print(f"  {r['engine']:<18}ERROR {r['error']}")
+            print(f"  {r['engine']:<20}ERROR {r['error']}")
             continue
         rm = "" if r.get("run_metadata") is None else str(r["run_metadata"])
         peak = f"{r['peak_rss_kib'] / 1024:.0f}" if r.get("peak_rss_kib") else ""
         x = f"{r['x_tensorboard']:.0f}" if "x_tensorboard" in r else ""
         x_cpu = f"{r['x_tensorboard_cpu']:.0f}" if "x_tensorboard_cpu" in r else ""
-        print(f"  {r['engine']:<18}{r['seconds']:>10.4f}{r['mb_per_s']:>10.1f}"
+        print(f"  {r['engine']:<20}{r['seconds']:>10.4f}{r['mb_per_s']:>10.1f}"
               f"{r['cpu_mb_per_s']:>10.1f}{r['records_per_s']:>12.0f}{r['records']:>10}{rm:>9}"
               f"{peak:>9}{x:>8}{x_cpu:>9}")
 
