@@ -25,6 +25,11 @@ SEED001 = DATA / "seed001_runmetadata.pbtxt"
 DICT = pa.dictionary(pa.int32(), pa.string())
 
 # The exact schema of every table, from docs/tables.md.
+_STAT_COLUMNS = [
+    ("name", DICT), ("metadata_id", pa.int64()), ("value_kind", DICT),
+    ("int64_value", pa.int64()), ("uint64_value", pa.uint64()), ("double_value", pa.float64()),
+    ("str_value", DICT), ("bytes_value", pa.binary()),
+]
 SCHEMAS = {
     "devices": pa.schema([
         ("device_index", pa.int32()), ("device", DICT), ("line", DICT), ("line_id", pa.int64()),
@@ -53,6 +58,13 @@ SCHEMAS = {
     "alloc_records": pa.schema([
         ("event_id", pa.int64()), ("allocator", DICT), ("time_ns", pa.int64()),
         ("bytes", pa.int64()),
+        # XSpace memory events' stats (all null for StepStats)
+        ("is_allocation", pa.bool_()), ("heap_allocated", pa.int64()),
+        ("stack_reserved", pa.int64()), ("free", pa.int64()), ("fragmentation", pa.float64()),
+        ("peak_bytes_in_use", pa.int64()), ("requested_bytes", pa.int64()),
+        ("allocation_bytes", pa.int64()), ("address", pa.uint64()), ("tf_op", DICT),
+        ("shape", pa.list_(pa.int64())), ("dtype", DICT), ("region", DICT),
+        ("step_id", pa.int64()),
     ]),
     "cost_graph": pa.schema([
         ("name", DICT), ("device", DICT), ("id", pa.int32()), ("compute_cost", pa.int64()),
@@ -71,6 +83,18 @@ SCHEMAS = {
     ]),
     "persistent_tensors": pa.schema([
         ("event_id", pa.int64()), ("allocation_id", pa.int64()),
+    ]),
+    # XSpace's own tables (empty for StepStats)
+    "event_stats": pa.schema([
+        ("event_id", pa.int64()), *_STAT_COLUMNS, ("inherited", pa.bool_()),
+    ]),
+    "plane_stats": pa.schema([
+        ("plane_index", pa.int32()), ("plane", DICT), *_STAT_COLUMNS,
+    ]),
+    "aggregate_events": pa.schema([
+        ("device_index", pa.int32()), ("device", DICT), ("node_name", DICT),
+        ("timeline_label", DICT), ("op", DICT), ("num_occurrences", pa.int64()),
+        ("duration_ps", pa.int64()),
     ]),
 }
 
