@@ -29,6 +29,19 @@ class OracleOutOfRange(ValueError):
 # Column specs: table -> [(column, type)], in the order of docs/tables.md.
 # type is one of: int32 int64 uint32 uint64 bool string dict list<int32> list<int64> list<string>
 # --------------------------------------------------------------------------------------------
+# alloc_records' columns of XSpace memory events' stats: all null for StepStats.
+_XSPACE_MEMORY_COLUMNS = [
+    ("is_allocation", "bool"), ("heap_allocated", "int64"), ("stack_reserved", "int64"),
+    ("free", "int64"), ("fragmentation", "float64"), ("peak_bytes_in_use", "int64"),
+    ("requested_bytes", "int64"), ("allocation_bytes", "int64"), ("address", "uint64"),
+    ("tf_op", "dict"), ("shape", "list<int64>"), ("dtype", "dict"), ("region", "dict"),
+    ("step_id", "int64"),
+]
+_STAT_COLUMNS = [
+    ("name", "dict"), ("metadata_id", "int64"), ("value_kind", "dict"), ("int64_value", "int64"),
+    ("uint64_value", "uint64"), ("double_value", "float64"), ("str_value", "dict"),
+    ("bytes_value", "binary"),
+]
 SCHEMAS: dict[str, list[tuple[str, str]]] = {
     "devices": [
         ("device_index", "int32"), ("device", "dict"), ("line", "dict"), ("line_id", "int64"),
@@ -55,6 +68,7 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
     ],
     "alloc_records": [
         ("event_id", "int64"), ("allocator", "dict"), ("time_ns", "int64"), ("bytes", "int64"),
+        *[(c, t) for c, t in _XSPACE_MEMORY_COLUMNS],
     ],
     "cost_graph": [
         ("name", "dict"), ("device", "dict"), ("id", "int32"), ("compute_cost", "int64"),
@@ -73,6 +87,14 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
     "persistent_tensors": [
         ("event_id", "int64"), ("allocation_id", "int64"),
     ],
+    # XSpace's own tables: no rows for StepStats (tests/xspace_oracle.py has their rules)
+    "event_stats": [("event_id", "int64"), *_STAT_COLUMNS, ("inherited", "bool")],
+    "plane_stats": [("plane_index", "int32"), ("plane", "dict"), *_STAT_COLUMNS],
+    "aggregate_events": [
+        ("device_index", "int32"), ("device", "dict"), ("node_name", "dict"),
+        ("timeline_label", "dict"), ("op", "dict"), ("num_occurrences", "int64"),
+        ("duration_ps", "int64"),
+    ],
 }
 
 # Columns the package adds after the contract's ones (python/tracecore/names.py: derived from
@@ -81,7 +103,8 @@ EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {"events": ("forward_scope", "ph
 
 # Columns that may hold nulls; every other column must have null_count == 0.
 NULLABLE = {("events", "op"), ("events", "scheduled_ns"), ("tensors", "num_elements"),
-            ("devices", "line"), ("devices", "line_id"), ("events", "step_id")}
+            ("devices", "line"), ("devices", "line_id"), ("events", "step_id"),
+            *[("alloc_records", c) for c, _ in _XSPACE_MEMORY_COLUMNS]}
 
 TABLES = list(SCHEMAS)
 
@@ -227,6 +250,7 @@ def expected_tables(msg) -> dict[str, list[dict[str, Any]]]:
                     out["alloc_records"].append({
                         "event_id": event_id, "allocator": m.allocator_name,
                         "time_ns": checked(r.alloc_micros * 1000), "bytes": r.alloc_bytes,
+                        **dict.fromkeys(c for c, _ in _XSPACE_MEMORY_COLUMNS),  # XSpace only
                     })
             for alloc_id in n.memory_stats.persistent_tensor_alloc_ids:
                 out["persistent_tensors"].append({"event_id": event_id, "allocation_id": alloc_id})
@@ -268,7 +292,8 @@ def _type_ok(pa_type, spec: str) -> bool:
     import pyarrow as pa
 
     simple = {"int32": pa.int32(), "int64": pa.int64(), "uint32": pa.uint32(),
-              "uint64": pa.uint64(), "bool": pa.bool_(), "string": pa.string()}
+              "uint64": pa.uint64(), "bool": pa.bool_(), "string": pa.string(),
+              "float64": pa.float64(), "binary": pa.binary()}
     if spec in simple:
         return pa_type == simple[spec]
     if spec == "dict":
