@@ -28,11 +28,12 @@ def open(
             or an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX); gzip-compressed
             files are decompressed transparently. A directory: one written by
             :meth:`Trace.to_parquet` (it has a ``tracecore.json``) is read back as a Trace; a
-            profiler or TensorBoard log directory gives a :class:`~tracecore.TraceSet` of every
-            ``plugins/profile/<run>/<host>.xplane.pb`` (or ``.xplane.pb.gz``) at any depth
-            below it, rank = host and step = run, as :func:`tracecore.open_many` of the
+            profiler or TensorBoard log directory gives a :class:`~tracecore.dataset.TraceSet` of
+            every ``plugins/profile/<run>/<host>.xplane.pb`` (or ``.xplane.pb.gz``) at any
+            depth below it, rank = host and step = run, as :func:`tracecore.open_many` of the
             directory gives it (a profile that fails to load is reported in
-            ``TraceSet.traces``; ``format``, ``threads`` and ``cache`` apply to each file).
+            ``TraceSet.traces``; ``format`` and ``cache`` apply to each file, ``threads`` is the
+            number of files parsed at once, ``progress`` is not shown).
         format: ``"auto"`` (detect), ``"text"``, ``"binary"`` or ``"xspace"``. ``"auto"``
             takes a file for an XSpace when its first plane has XPlane's structure, for
             text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
@@ -45,7 +46,8 @@ def open(
             file's path, size and mtime and the tracecore version; an unchanged file is then
             memory-mapped from the cache instead of parsed. A directory written by
             :meth:`Trace.to_parquet` is opened directly.
-        progress: show a progress bar with MB/s on stderr for opens that take over a second.
+        progress: show a progress bar with MB/s on stderr for opens of a file that take over a
+            second.
 
     Raises:
         TraceFormatError: the file is not a valid trace (the message says where and why), or a
