@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from ._core import TraceFormatError
 from ._version import __version__
 from .dataset import open_many
-from .opening import open, sample_path
+from .opening import sample_path
+from .toplevel import open
 from .trace import Trace
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The tracecore command line (``tracecore`` or ``python -m tracecore``).
 
-    tracecore info FILE|--sample              what is in a trace
+    tracecore info FILE|LOGDIR|--sample       what is in a trace (or a log directory)
     tracecore top FILE [--by op|node|device] [-n 20]
     tracecore memory FILE [--allocator A] [--plot out.png]
     tracecore occupancy FILE [--bin-us N] [--plot out.png]
@@ -30,10 +30,13 @@ import pyarrow.compute as pc
 from ._arrow import buffer_bytes, to_numpy
 from ._core import TraceFormatError
 from ._version import __version__
+from .checks import display_path
+from .dataset import TraceSet
 from .intervals import group_stats, grouped_sum
-from .opening import open, sample_path
+from .opening import open_trace, sample_path
 from .parquet import PARQUET_CODECS, parquet_files
 from .parsing import FORMATS
+from .toplevel import open
 from .trace import Trace
 
 _MB = 1e6
@@ -47,7 +50,8 @@ class UsageError(Exception):
 # Helpers
 
 
-def _open(args: argparse.Namespace) -> Trace:
+def _open_any(args: argparse.Namespace) -> Trace | TraceSet:
+    """The trace the command line names, or the TraceSet of a log directory."""
     if getattr(args, "sample", False):
         if args.file:
             raise UsageError("give a trace FILE or --sample, not both")
@@ -57,6 +61,22 @@ def _open(args: argparse.Namespace) -> Trace:
     else:
         raise UsageError("give a trace FILE or --sample")
     return open(path, format=args.format, threads=args.threads, cache=args.cache, progress=True)
+
+
+def _open(args: argparse.Namespace) -> Trace:
+    """The trace the command line names; a log directory is a usage error that lists its
+    profiles (the commands but ``info`` read one trace)."""
+    opened = _open_any(args)
+    if isinstance(opened, TraceSet):
+        paths = opened.traces["path"].to_pylist()
+        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+        raise UsageError(
+            f"{display_path(args.file)} is a log directory with "
+            f"{_count(len(paths), 'XSpace profile')} ({', '.join(paths[:3])}{more}); "
+            f"tracecore {args.command} reads one trace: give one of them "
+            f"('tracecore info DIR' lists them)"
+        )
+    return opened
 
 
 def _ms(ns: float) -> str:
@@ -191,8 +211,77 @@ def _print_peaks(trace: Trace, records: Any, tensors: Any, allocators: Sequence[
 # Commands
 
 
+def _line_summary(trace: Trace) -> list[dict[str, Any]]:
+    """Per XSpace line (a devices row): plane, line, line_id, kind, events, busy_ns."""
+    busy = trace.occupancy()["busy_ns"].to_pylist()  # one row per devices row, in its order
+    columns = ["device", "line", "line_id", "kind", "n_events"]
+    rows: list[dict[str, Any]] = trace.devices.select(columns).to_pylist()
+    for row, busy_ns in zip(rows, busy, strict=True):
+        row["busy_ns"] = busy_ns
+    return rows
+
+
+def _print_lines(trace: Trace) -> None:
+    lines = _line_summary(trace)
+    planes = list(dict.fromkeys(r["device"] for r in lines))
+    print(f"planes and lines ({_count(len(planes), 'plane')}, {_count(len(lines), 'line')})")
+    _print_table(
+        ["plane", "line", "line id", "kind", "events", "busy ms"],
+        [
+            [
+                _short(r["device"], 40),
+                _short(r["line"] or "", 60),
+                r["line_id"],
+                r["kind"],
+                r["n_events"],
+                _ms(r["busy_ns"]),
+            ]
+            for r in lines
+        ],
+        left=2,
+    )
+
+
+def _info_set(ts: TraceSet, directory: str) -> int:
+    """``info`` of a log directory: its XSpace profiles, one row per run and host."""
+    traces = ts.traces.to_pylist()
+    root = display_path(directory)
+    print(f"log directory  {root}")
+    print(
+        f"profiles       {_count(len(traces), 'XSpace file')} ({ts.n_traces} loaded), "
+        f"{_count(len({r['rank'] for r in traces}), 'host')}, "
+        f"{_count(len({r['step'] for r in traces}), 'run')}, {_count(len(ts), 'event')}"
+    )
+    print()
+    _print_table(
+        ["run", "host", "file", "events", "lines", "size", "status"],
+        [
+            [
+                r["step"],
+                r["rank"],
+                os.path.relpath(r["path"], root),
+                "-" if r["n_events"] is None else r["n_events"],
+                ts.trace(r["trace_id"]).devices.num_rows if r["status"] == "ok" else "-",
+                "-" if r["size"] is None else _size(r["size"]),
+                r["status"],
+            ]
+            for r in traces
+        ],
+        left=3,
+    )
+    for r in traces:
+        if r["error"] is not None:
+            print(f"error: {r['error']}")
+    print()
+    print("'tracecore info FILE' shows the planes and lines of one profile")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
-    t = _open(args)
+    opened = _open_any(args)
+    if isinstance(opened, TraceSet):
+        return _info_set(opened, args.file)
+    t = opened
     s = t.stats
     mb = s["bytes"] / _MB
     print(f"file      {t.source}")
@@ -230,6 +319,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
         ],
         left=2,
     )
+    if t.kind == "XSpace":
+        print()
+        _print_lines(t)
     records, tensors, allocators = _peaks(t)
     if allocators:
         print()
@@ -242,39 +334,110 @@ def _cmd_info(args: argparse.Namespace) -> int:
 _BY = {"op": "op", "node": "node_name", "node_name": "node_name", "device": "device"}
 
 
+def xspace_top_lines(trace: Trace) -> tuple[str, list[int]]:
+    """What ``top`` ranks in an XSpace: the device-stream lines (kind ``stream`` on a
+    ``/device:`` plane) when there are any, else the host threads (kind ``host_thread``).
+    Returns what was chosen ("device streams" or "host threads") and those devices rows."""
+    devices = trace.devices.select(["device", "kind"]).to_pylist()
+    streams = [
+        i
+        for i, d in enumerate(devices)
+        if d["kind"] == "stream" and str(d["device"]).startswith("/device:")
+    ]
+    if streams:
+        return "device streams", streams
+    return "host threads", [i for i, d in enumerate(devices) if d["kind"] == "host_thread"]
+
+
+def xspace_op_stats(trace: Trace, by: str, rows: list[int]) -> pa.Table:
+    """``op_stats`` of the events on the devices ``rows`` only (XSpace lines): key (``op``
+    with ``(none)`` for a null op, ``node_name``, or ``device`` = plane and line name),
+    n_events, total_ns, mean_ns, max_ns, busy_ns (union of the key's intervals) and share
+    (busy / the span of those events). Sorted by total_ns descending, then key."""
+    events = trace.table("events")
+    device_index = to_numpy(events["device_index"]).astype(np.int64)
+    chosen = np.zeros(trace.devices.num_rows, dtype=bool)
+    chosen[rows] = True
+    mask = chosen[device_index] if len(device_index) else np.zeros(0, dtype=bool)
+    picked = events.filter(pa.array(mask))
+    if by == "device":
+        devices = trace.devices.select(["device", "line"]).to_pylist()
+        names = [f"{d['device']} {d['line'] or ''}".rstrip() for d in devices]
+        keys = [names[i] for i in to_numpy(picked["device_index"]).tolist()]
+    elif by == "op":
+        keys = [k if k is not None else "(none)" for k in picked["op"].to_pylist()]
+    else:
+        keys = [str(k) for k in picked["node_name"].to_pylist()]
+    distinct = sorted(set(keys))
+    position = {k: g for g, k in enumerate(distinct)}
+    start = to_numpy(picked["start_ns"])
+    end = to_numpy(picked["end_ns"])
+    group = np.array([position[k] for k in keys], dtype=np.int64)
+    stats = group_stats(start, end, group, len(distinct))
+    span = 0
+    if picked.num_rows:
+        span = int(np.maximum(end, start).max()) - int(start.min())
+    busy = stats.busy_ns.astype(np.float64)
+    n = stats.n_events.astype(np.float64)
+    table = pa.table(
+        {
+            "key": pa.array(distinct, pa.string()),
+            "n_events": pa.array(stats.n_events, pa.int64()),
+            "total_ns": pa.array(stats.total_ns, pa.int64()),
+            "mean_ns": pa.array(stats.total_ns.astype(np.float64) / np.maximum(n, 1)),
+            "max_ns": pa.array(stats.max_ns, pa.int64()),
+            "busy_ns": pa.array(stats.busy_ns, pa.int64()),
+            "share": pa.array(busy / span if span > 0 else np.zeros_like(busy)),
+        }
+    )
+    return table.sort_by([("total_ns", "descending"), ("key", "ascending")])
+
+
+def _top_xspace(t: Trace, args: argparse.Namespace) -> int:
+    chosen, rows = xspace_top_lines(t)
+    stats = xspace_op_stats(t, _BY[args.by], rows)
+    chosen_devices = t.devices["device"].take(pa.array(rows, pa.int64()))
+    planes = sorted({str(p) for p in chosen_devices.to_pylist()})
+    what = (
+        "device-stream time (stream lines of /device: planes)"
+        if chosen == "device streams"
+        else "host op time (host_thread lines; no /device: plane with stream lines)"
+    )
+    print(f"ranking {what}: {_count(len(rows), 'line')} on {', '.join(planes) or 'no plane'}")
+    _print_top(args, stats, executor_stream=False)
+    return 0
+
+
+def _print_top(args: argparse.Namespace, stats: pa.Table, *, executor_stream: bool) -> None:
+    """The first ``-n`` rows of an op_stats table; ``executor_stream``: with the executor and
+    stream time columns (StepStats)."""
+    rows = stats.slice(0, args.n).to_pylist()
+    print(f"top {len(rows)} of {stats.num_rows} by {args.by} (sorted by total time)")
+    headers = [args.by, "events", "total ms", "mean us", "max us", "busy ms", "share %"]
+    if executor_stream:
+        headers += ["executor ms", "stream ms"]
+    cells = []
+    for r in rows:
+        row = [
+            _short(r["key"], args.width),
+            r["n_events"],
+            _ms(r["total_ns"]),
+            f"{r['mean_ns'] / 1e3:.1f}",
+            f"{r['max_ns'] / 1e3:.1f}",
+            _ms(r["busy_ns"]),
+            f"{r['share'] * 100:.1f}",
+        ]
+        if executor_stream:
+            row += [_ms(r["executor_ns"]), _ms(r["stream_ns"])]
+        cells.append(row)
+    _print_table(headers, cells)
+
+
 def _cmd_top(args: argparse.Namespace) -> int:
     t = _open(args)
-    stats = t.op_stats(by=_BY[args.by])
-    total = stats.num_rows
-    rows = stats.slice(0, args.n).to_pylist()
-    print(f"top {len(rows)} of {total} by {args.by} (sorted by total time)")
-    _print_table(
-        [
-            args.by,
-            "events",
-            "total ms",
-            "mean us",
-            "max us",
-            "busy ms",
-            "share %",
-            "executor ms",
-            "stream ms",
-        ],
-        [
-            [
-                _short(r["key"], args.width),
-                r["n_events"],
-                _ms(r["total_ns"]),
-                f"{r['mean_ns'] / 1e3:.1f}",
-                f"{r['max_ns'] / 1e3:.1f}",
-                _ms(r["busy_ns"]),
-                f"{r['share'] * 100:.1f}",
-                _ms(r["executor_ns"]),
-                _ms(r["stream_ns"]),
-            ]
-            for r in rows
-        ],
-    )
+    if t.kind == "XSpace":
+        return _top_xspace(t, args)
+    _print_top(args, t.op_stats(by=_BY[args.by]), executor_stream=True)
     return 0
 
 
@@ -534,7 +697,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             last = None  # freed before the next parse: one trace alive at a time
             gc.collect()
             start = time.perf_counter()
-            trace = open(path, format=args.format, threads=threads)
+            trace = open_trace(path, format=args.format, threads=threads)
             times.append(time.perf_counter() - start)
             n_events = len(trace)
             stats = trace.stats
@@ -601,7 +764,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add_input(p: argparse.ArgumentParser, *, cache: bool = True) -> None:
-        p.add_argument("file", nargs="?", help="a StepStats / RunMetadata dump (.pbtxt, .pb, .gz)")
+        p.add_argument(
+            "file",
+            nargs="?",
+            help="a StepStats / RunMetadata dump (.pbtxt, .pb, .gz), an XSpace (.xplane.pb) or "
+            "a Parquet export directory; info also takes a profiler / TensorBoard log directory",
+        )
         p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
         p.add_argument("--format", choices=FORMATS, default="auto")
         p.add_argument(

@@ -30,7 +30,7 @@ from .keying import (
     keyed_table,
     resolve_paths,
 )
-from .opening import open as _open_trace
+from .opening import open_trace as _open_trace
 from .opening import sample_path
 
 if TYPE_CHECKING:

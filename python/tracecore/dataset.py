@@ -40,7 +40,7 @@ from .keying import (
     resolve_paths,
     trace_table,
 )
-from .opening import open as _open_trace
+from .opening import open_trace as _open_trace
 from .trace import TableAttributes, Trace
 
 
@@ -58,12 +58,16 @@ def open_many(
     """Opens many traces (one per worker and step) as one :class:`TraceSet`.
 
     Args:
-        paths: a glob (``"run/**/*.pbtxt"``), a directory, a file, or a list of these.
+        paths: a glob (``"run/**/*.pbtxt"``), a directory, a file, or a list of these. A
+            directory gives every trace file below it; below a profiler or TensorBoard log
+            directory, the XSpace profiles ``plugins/profile/<run>/<host>.xplane.pb``.
         rank, step: how to read a file's rank and step from its path: a regex (the group named
             ``rank``/``step``, else group 1, else the whole match, of the LAST match in the path)
-            or a callable ``path -> value``. Defaults match ``rank3``, ``worker_3``, ``task-3``...
-            and ``step5``, ``iter_5``, ``global_step=5``. A column is int64 when every value is
-            an integer, else string; a path without a match gets null.
+            or a callable ``path -> value``. Defaults: an XSpace profile laid out as
+            ``plugins/profile/<run>/<host>.xplane.pb`` has rank = host and step = run; other
+            paths match ``rank3``, ``worker_3``, ``task-3``... and ``step5``, ``iter_5``,
+            ``global_step=5``. A column is int64 when every value is an integer, else string; a
+            path without a match gets null.
         threads: files parsed at once (0: one per core). Parsing releases the GIL, so a thread
             pool scales; each file is parsed single-threaded unless there is only one file.
         strict: raise the first failing file's error (input order) instead of reporting it in
@@ -72,12 +76,31 @@ def open_many(
             ``None`` (raw clocks), or per-rank clock offsets: ``{rank: offset_ns}``, or a table
             (pyarrow / pandas) with ``rank, offset_ns`` and optionally ``step`` columns. Every
             time column becomes ``raw - offset``.
-        format: passed to :func:`tracecore.open` (``"auto"``, ``"text"``, ``"binary"``).
+        format: passed to :func:`tracecore.open` (``"auto"``, ``"text"``, ``"binary"``,
+            ``"xspace"``).
     """
     threads = check_threads(threads)
     strict = check_flag(strict, "strict")
     align = check_align(align)
     files = resolve_paths(paths)
+    return open_files(
+        files, rank=rank, step=step, threads=threads, strict=strict, align=align, format=format
+    )
+
+
+def open_files(
+    files: list[str],
+    *,
+    rank: KeySpec = None,
+    step: KeySpec = None,
+    threads: int = 0,
+    strict: bool = False,
+    align: Any = "step_start",
+    format: str = "auto",
+    cache: bool = False,
+) -> TraceSet:
+    """:func:`open_many` of ``files`` (paths as :func:`~.keying.resolve_paths` gives them;
+    ``threads`` and ``align`` checked), each opened with ``cache``."""
     ranks, rank_type, steps, step_type = file_keys(files, rank, step)
 
     workers = max(1, min(threads or os.cpu_count() or 1, len(files)))
@@ -89,7 +112,8 @@ def open_many(
         except OSError:
             size = None
         try:
-            return _open_trace(path, format=format, threads=per_file_threads), None, size
+            trace = _open_trace(path, format=format, threads=per_file_threads, cache=cache)
+            return trace, None, size
         except Exception as e:  # noqa: BLE001 - one bad file must not abort the others
             return None, e, size
 

@@ -19,6 +19,7 @@ from ._arrow import schema_from_capsule
 from ._core import TraceFormatError
 from .checks import PathArg, check_path
 from .names import add_name_columns
+from .profiles import is_run_dir, profile_host, profile_keys
 from .trace import Trace
 
 #: Columns TraceSet adds in front of every table, in this order.
@@ -51,9 +52,11 @@ class Member(NamedTuple):
 
 def resolve_paths(paths: PathArg | Iterable[PathArg]) -> list[str]:
     """The files named by ``paths``: a glob (``**`` recurses), a directory (every file below it
-    whose name ends in one of :data:`TRACE_SUFFIXES`, optionally ``.gz``), a file, or an iterable
-    of these. Globs and directories are expanded in sorted order; the result keeps input order
-    and drops repeats. A plain path that does not exist is kept (it is reported as an error)."""
+    whose name ends in one of :data:`TRACE_SUFFIXES`, optionally ``.gz``; in a profiling run's
+    directory ``plugins/profile/<run>/`` only the XSpace profiles ``<host>.xplane.pb[.gz]``, not
+    the tools' data the profiler may write beside them), a file, or an iterable of these. Globs
+    and directories are expanded in sorted order; the result keeps input order and drops
+    repeats. A plain path that does not exist is kept (it is reported as an error)."""
     items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
     out: list[str] = []
     for item in items:
@@ -67,13 +70,14 @@ def resolve_paths(paths: PathArg | Iterable[PathArg]) -> list[str]:
             found = []
             for root, dirs, files in os.walk(p):
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
+                run_dir = is_run_dir(root)
                 for f in files:
                     name = f.removesuffix(".gz")
                     full = os.path.join(root, f)
+                    wanted = profile_host(f) is not None if run_dir else name.endswith(
+                        TRACE_SUFFIXES)
                     # Regular files only: a FIFO named *.pbtxt would block the open forever.
-                    if not f.startswith(".") and name.endswith(TRACE_SUFFIXES) and os.path.isfile(
-                        full
-                    ):
+                    if not f.startswith(".") and wanted and os.path.isfile(full):
                         found.append(full)
             if not found:
                 raise ValueError(f"no trace files (*{', *'.join(TRACE_SUFFIXES)}) under {p!r}")
@@ -90,11 +94,20 @@ KeySpec = str | re.Pattern[str] | Callable[[str], Any] | None
 
 
 def key_extractor(spec: KeySpec, default: str, what: str) -> Callable[[str], Any]:
-    """A function path -> rank (or step) value from a regex, a compiled pattern or a callable."""
+    """A function path -> rank (or step) value from a regex, a compiled pattern or a callable.
+    With ``spec=None``, an XSpace profile laid out as ``plugins/profile/<run>/<host>.xplane.pb``
+    has its host as rank and its run as step; any other path is matched with ``default``."""
     if callable(spec) and not isinstance(spec, re.Pattern):
         return spec
     if spec is None:
-        spec = re.compile(default, re.IGNORECASE)
+        by_default = key_extractor(re.compile(default, re.IGNORECASE), default, what)
+        position = 0 if what == "rank" else 1
+
+        def extract_default(path: str) -> Any:
+            keys = profile_keys(path)
+            return by_default(path) if keys is None else keys[position]
+
+        return extract_default
     elif isinstance(spec, str):
         try:
             spec = re.compile(spec)

@@ -1,6 +1,6 @@
-"""``tracecore.open``: a trace file is parsed (:mod:`.parsing`) or, with ``cache=True``, read
-from its cache entry (:mod:`.cache`); a directory written by ``Trace.to_parquet`` is read back
-(:mod:`.parquet`)."""
+"""One trace, for ``tracecore.open`` (:mod:`.toplevel`): a trace file is parsed (:mod:`.parsing`)
+or, with ``cache=True``, read from its cache entry (:mod:`.cache`); a directory written by
+``Trace.to_parquet`` is read back (:mod:`.parquet`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from .checks import PathArg, check_flag, check_path, check_threads
+from ._core import TraceFormatError
+from .checks import PathArg, check_flag, check_path, check_threads, display_path
 from .parsing import FORMATS, parse_core
 from .trace import Trace
 
@@ -19,7 +20,7 @@ def sample_path() -> Path:
     return Path(str(resources.files("tracecore") / "data" / "sample_lstm_step.pbtxt.gz"))
 
 
-def open(
+def open_trace(
     path: PathArg,
     *,
     format: str = "auto",
@@ -27,40 +28,28 @@ def open(
     cache: bool = False,
     progress: bool = False,
 ) -> Trace:
-    """Parses a TensorFlow trace dump into columnar tables.
-
-    Args:
-        path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``),
-            or an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX); gzip-compressed
-            files are decompressed transparently.
-        format: ``"auto"`` (detect), ``"text"``, ``"binary"`` or ``"xspace"``. ``"auto"``
-            takes a file for an XSpace when its first plane has XPlane's structure, for
-            text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
-            first 64 KB hold no control bytes but whitespace; else for binary. A file that does
-            not parse in the format taken is read in the other one if it parses there with no
-            unknown fields (``t.format`` says which); otherwise the first error is raised.
-        threads: parser threads; 0 uses every core (values above the number of cores are
-            capped).
-        cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the
-            file's path, size and mtime and the tracecore version; an unchanged file is then
-            memory-mapped from the cache instead of parsed. A directory written by
-            :meth:`Trace.to_parquet` is opened directly.
-        progress: show a progress bar with MB/s on stderr for opens that take over a second.
-
-    Raises:
-        TraceFormatError: the file is not a valid trace (the message says where and why).
-        OSError: the file cannot be read.
-        TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
-            ``progress`` not a bool).
-        ValueError: ``format`` is not one of the four, or ``threads`` is negative.
-    """
+    """``tracecore.open`` of a trace file or a Parquet export: always a :class:`Trace` (a log
+    directory is a TraceFormatError that names the profiles found in it)."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
     threads = check_threads(threads)
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
-    path_str = check_path(path)
+    return open_checked(check_path(path), format, threads, cache, progress)
+
+
+def is_parquet_export(directory: str) -> bool:
+    """Whether ``directory`` has the ``tracecore.json`` of a Parquet export."""
+    from .parquet import META_FILE
+
+    return os.path.lexists(os.path.join(directory, META_FILE))
+
+
+def open_checked(path_str: str, format: str, threads: int, cache: bool, progress: bool) -> Trace:
+    """:func:`open_trace` of a path and arguments already checked."""
     if os.path.isdir(path_str):
+        if not is_parquet_export(path_str):
+            raise _not_a_trace_directory(path_str)
         return open_parquet_dir(path_str)
     if cache:
         from .cache import open_cached
@@ -68,6 +57,28 @@ def open(
         return open_cached(path_str, format=format, threads=threads, progress=progress)
     core, source_file = parse_core(path_str, format=format, threads=threads, progress=progress)
     return Trace.from_core(core, path_str, source_file)
+
+
+def _not_a_trace_directory(directory: str) -> TraceFormatError:
+    """The error for a directory that is neither a Parquet export nor a log directory with
+    XSpace profiles: it says what the directory holds."""
+    from .parquet import META_FILE
+    from .profiles import PROFILE_LAYOUT, describe_contents, find_profiles
+
+    profiles = find_profiles(directory)
+    if profiles:  # open_trace of a log directory: it is a set of traces
+        names = ", ".join(display_path(p.path) for p in profiles[:3])
+        more = f" and {len(profiles) - 3} more" if len(profiles) > 3 else ""
+        return TraceFormatError(
+            f"{display_path(directory)}: a log directory with {len(profiles)} XSpace profiles "
+            f"({names}{more}), not one trace: tracecore.open or tracecore.open_many reads it as "
+            f"a TraceSet"
+        )
+    return TraceFormatError(
+        f"{display_path(directory)}: not a tracecore Parquet directory (no {META_FILE}; write one "
+        f"with Trace.to_parquet) and no XSpace profile ({PROFILE_LAYOUT}) below it: "
+        f"{describe_contents(directory)}"
+    )
 
 
 def open_parquet_dir(directory: str | os.PathLike[str]) -> Trace:

@@ -1,0 +1,73 @@
+"""``tracecore.open``: one trace (:mod:`.opening`), or the :class:`~.dataset.TraceSet` of a
+profiler / TensorBoard log directory's XSpace profiles (:mod:`.profiles`)."""
+
+from __future__ import annotations
+
+import os
+
+from .checks import PathArg, check_flag, check_path, check_threads
+from .dataset import TraceSet, open_files
+from .opening import is_parquet_export, open_checked
+from .parsing import FORMATS
+from .profiles import find_profiles
+from .trace import Trace
+
+
+def open(
+    path: PathArg,
+    *,
+    format: str = "auto",
+    threads: int = 0,
+    cache: bool = False,
+    progress: bool = False,
+) -> Trace | TraceSet:
+    """Parses a TensorFlow trace dump into columnar tables.
+
+    Args:
+        path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``),
+            or an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX); gzip-compressed
+            files are decompressed transparently. A directory: one written by
+            :meth:`Trace.to_parquet` (it has a ``tracecore.json``) is read back as a Trace; a
+            profiler or TensorBoard log directory gives a :class:`~tracecore.dataset.TraceSet` of
+            every ``plugins/profile/<run>/<host>.xplane.pb`` (or ``.xplane.pb.gz``) at any
+            depth below it, rank = host and step = run, as :func:`tracecore.open_many` of the
+            directory gives it (a profile that fails to load is reported in
+            ``TraceSet.traces``; ``format`` and ``cache`` apply to each file, ``threads`` is the
+            number of files parsed at once, ``progress`` is not shown).
+        format: ``"auto"`` (detect), ``"text"``, ``"binary"`` or ``"xspace"``. ``"auto"``
+            takes a file for an XSpace when its first plane has XPlane's structure, for
+            text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
+            first 64 KB hold no control bytes but whitespace; else for binary. A file that does
+            not parse in the format taken is read in the other one if it parses there with no
+            unknown fields (``t.format`` says which); otherwise the first error is raised.
+        threads: parser threads; 0 uses every core (values above the number of cores are
+            capped).
+        cache: keep the parsed tables in a cache directory (``TRACECORE_CACHE_DIR``) keyed by the
+            file's path, size and mtime and the tracecore version; an unchanged file is then
+            memory-mapped from the cache instead of parsed. A directory written by
+            :meth:`Trace.to_parquet` is opened directly.
+        progress: show a progress bar with MB/s on stderr for opens of a file that take over a
+            second.
+
+    Raises:
+        TraceFormatError: the file is not a valid trace (the message says where and why), or a
+            directory is neither a Parquet export nor a log directory with profiles (the
+            message says what it holds).
+        OSError: the file cannot be read.
+        TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
+            ``progress`` not a bool).
+        ValueError: ``format`` is not one of the four, or ``threads`` is negative.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+    threads = check_threads(threads)
+    cache = check_flag(cache, "cache")
+    progress = check_flag(progress, "progress")
+    path_str = check_path(path)
+    if os.path.isdir(path_str) and not is_parquet_export(path_str):
+        profiles = find_profiles(path_str)
+        if profiles:
+            return open_files(
+                [p.path for p in profiles], format=format, threads=threads, cache=cache
+            )
+    return open_checked(path_str, format, threads, cache, progress)
