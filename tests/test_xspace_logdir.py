@@ -114,8 +114,16 @@ def test_open_logdir_is_a_traceset_keyed_by_host_and_run(logdir: Path) -> None:
 def test_open_many_of_a_logdir_is_the_same_set(logdir: Path) -> None:
     ts = tracecore.open(logdir)
     many = tracecore.open_many(logdir)
-    assert many.traces.equals(ts.traces)
-    assert many.events.equals(ts.events)
+    # open adds a log directory's key columns (tracecore.logdir), open_many has none
+    labels = ["run", "host", "tag", "wall_time", "source"]
+    assert many.traces.equals(ts.traces.drop_columns(labels))
+    assert many.events.equals(ts.events.drop_columns(labels))
+    assert ts.traces.select(labels).to_pylist() == [
+        {"run": run, "host": host, "tag": None, "wall_time": None, "source": "xplane"}
+        for run, host in zip(ts.traces["step"].to_pylist(), ts.traces["rank"].to_pylist(),
+                             strict=True)]
+    assert [m[:2] for m in MEMBERS] == list(zip(ts.traces["step"].to_pylist(),
+                                               ts.traces["rank"].to_pylist(), strict=True))
     # the keys of a profile are its host and run by default; an explicit regex still wins
     keyed = tracecore.open_many(logdir, rank=r"/([a-z-]+)\.xplane", step=r"(\d\d)_\d\d_00/")
     assert keyed.traces["rank"].to_pylist() == ["tpu-host", "vm", "tpu-host", "vm"]
@@ -193,8 +201,6 @@ def test_a_directory_without_profiles_says_what_it_holds(tmp_path: Path) -> None
     loose = tmp_path / "loose"
     _copy(TF, loose / "vm.xplane.pb")
     _copy(JAX, loose / "sub" / "jax.xplane.pb.gz", gz=True)
-    _copy(DATA / "tfevents" / "tf1_small_convnet" / "events.out.tfevents.1795619468.vm",
-          loose / "events.out.tfevents.1795619468.vm")
     (loose / "notes.md").write_text("x")
     with pytest.raises(tracecore.TraceFormatError) as e:
         tracecore.open(loose)
@@ -203,8 +209,15 @@ def test_a_directory_without_profiles_says_what_it_holds(tmp_path: Path) -> None
         f"Trace.to_parquet) and no XSpace profile (plugins/profile/<run>/<host>.xplane.pb) "
         f"below it: it holds 2 *.xplane.pb files not in a plugins/profile/<run>/<host>.xplane.pb "
         f"layout (sub/jax.xplane.pb.gz, vm.xplane.pb: open them with tracecore.open(file) or "
-        f"tracecore.open_many); 1 TensorBoard event file (events.out.tfevents.*, without a "
-        f"profile; tracecore.tfevents reads their RunMetadata); 1 other file")
+        f"tracecore.open_many); 1 other file")
+    # An event file makes it a log directory: its RunMetadata are the set (the loose
+    # XSpace files are not in a profile layout)
+    _copy(DATA / "tfevents" / "tf1_small_convnet" / "events.out.tfevents.1795619468.vm",
+          loose / "events.out.tfevents.1795619468.vm")
+    events = tracecore.open(loose)
+    assert events.traces.select(["run", "tag", "step", "n_events"]).to_pylist() == [
+        {"run": ".", "tag": "step_0", "step": 0, "n_events": 38},
+        {"run": ".", "tag": "step_2", "step": 2, "n_events": 38}]
     # open_many of that directory takes its *.pb files, keyed by the default regexes
     ts = tracecore.open_many(loose)
     assert ts.traces["path"].to_pylist() == [str(loose / "sub" / "jax.xplane.pb.gz"),
@@ -232,7 +245,8 @@ def test_non_utf8_host_and_run_names(tmp_path: Path) -> None:
                           capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert b"log directory  " + root + b"\n" in proc.stdout
-    row = rb"r\\xe9\s+caf\\xe9\s+plugins/profile/r\\xe9/caf\\xe9\.xplane\.pb\s+2548\s+11"
+    row = (rb"r\\xe9\s+caf\\xe9\s+-\s+r\\xe9\s+xplane\s+plugins/profile/r\\xe9/caf\\xe9\.xplane\.pb"
+           rb"\s+2548\s+11")
     assert re.search(row, proc.stdout), proc.stdout
 
 
@@ -312,28 +326,44 @@ def test_info_of_a_logdir_lists_its_profiles(
     out, err = capsys.readouterr()
     assert err == ""
     assert f"log directory  {logdir}\n" in out
-    assert "profiles       4 XSpace files (4 loaded), 2 hosts, 2 runs, 6210 events\n" in out
+    assert ("traces         4 traces (4 loaded): 2 runs, 2 hosts, 0 tags, 2 steps, "
+            "6210 events\n") in out
     rows = _rows(out, "  run ", skip=1)
-    assert [r[:5] + r[6:] for r in rows] == [
-        [RUN1, "tpu-host", f"train/plugins/profile/{RUN1}/tpu-host.xplane.pb", "242", "2", "ok"],
-        [RUN1, "vm", f"train/plugins/profile/{RUN1}/vm.xplane.pb", "2548", "11", "ok"],
-        [RUN2, "tpu-host", f"train/plugins/profile/{RUN2}/tpu-host.xplane.pb.gz", "2548", "11",
-         "ok"],
-        [RUN2, "vm", f"train/plugins/profile/{RUN2}/vm.xplane.pb", "872", "10", "ok"],
+    # run, host, tag, step, source, file, events, blocks (the lines), size, status
+    assert [r[:8] + r[9:] for r in rows] == [
+        [RUN1, "tpu-host", "-", RUN1, "xplane", f"train/plugins/profile/{RUN1}/tpu-host.xplane.pb",
+         "242", "2", "ok"],
+        [RUN1, "vm", "-", RUN1, "xplane", f"train/plugins/profile/{RUN1}/vm.xplane.pb", "2548",
+         "11", "ok"],
+        [RUN2, "tpu-host", "-", RUN2, "xplane",
+         f"train/plugins/profile/{RUN2}/tpu-host.xplane.pb.gz", "2548", "11", "ok"],
+        [RUN2, "vm", "-", RUN2, "xplane", f"train/plugins/profile/{RUN2}/vm.xplane.pb", "872",
+         "10", "ok"],
     ]
 
 
-def test_other_commands_on_a_logdir_ask_for_one_profile(
+def test_commands_on_a_logdir(
     logdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for command in ("top", "memory", "occupancy"):
+    for command in ("memory", "occupancy"):
         assert cli.main([command, str(logdir)]) == 2
         out, err = capsys.readouterr()
         assert out == ""
         assert err == (
-            f"tracecore {command}: error: {logdir} is a log directory with 4 XSpace profiles "
+            f"tracecore {command}: error: {logdir} is a log directory with 4 traces "
             f"({', '.join(_expected_paths(logdir)[:3])} and 1 more); tracecore {command} reads "
-            f"one trace: give one of them ('tracecore info DIR' lists them)\n")
+            f"one trace: give one profile or dump ('tracecore info {logdir}' lists them)\n")
+    # top ranks the ops of every trace of the directory (TraceSet.op_stats(per="all"))
+    assert cli.main(["top", "-n", "3", str(logdir)]) == 0
+    out, _ = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{logdir}: 4 traces (4 loaded): 2 runs, 2 hosts, 0 tags, 2 steps, 6210 events")
+    stats = tracecore.open(logdir).op_stats(per="all")
+    want = stats.slice(0, 3).to_pylist()
+    assert lines[1] == f"top 3 of {stats.num_rows} by op (sorted by total time)"
+    assert [line.split()[:3] for line in lines[3:6]] == [
+        [r["key"], str(r["n_events"]), f"{r['total_ns'] / 1e6:.3f}"] for r in want]
 
 
 def _oracle_top(want: xo.XSpaceTables, kinds: set[str], device_planes: bool) -> list[tuple]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ._core import TraceFormatError
 from ._version import __version__
-from .dataset import open_many
+from .dataset import TraceSet, open_many
 from .opening import sample_path
 from .toplevel import open
 from .trace import Trace
@@ -31,6 +31,7 @@ def read_listing(path: str | os.PathLike[str]) -> pa.Table:
 
 __all__ = [
     "Trace",
+    "TraceSet",
     "TraceFormatError",
     "open",
     "open_many",

@@ -70,11 +70,12 @@ def _open(args: argparse.Namespace) -> Trace:
     if isinstance(opened, TraceSet):
         paths = opened.traces["path"].to_pylist()
         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+        what = "a log directory" if os.path.isdir(args.file) else "an event file"
         raise UsageError(
-            f"{display_path(args.file)} is a log directory with "
-            f"{_count(len(paths), 'XSpace profile')} ({', '.join(paths[:3])}{more}); "
-            f"tracecore {args.command} reads one trace: give one of them "
-            f"('tracecore info DIR' lists them)"
+            f"{display_path(args.file)} is {what} with "
+            f"{_count(len(paths), 'trace')} ({', '.join(paths[:3])}{more}); "
+            f"tracecore {args.command} reads one trace: give one profile or dump "
+            f"('tracecore info {display_path(args.file)}' lists them)"
         )
     return opened
 
@@ -242,24 +243,40 @@ def _print_lines(trace: Trace) -> None:
     )
 
 
-def _info_set(ts: TraceSet, directory: str) -> int:
-    """``info`` of a log directory: its XSpace profiles, one row per run and host."""
+def _set_summary(ts: TraceSet) -> str:
+    """What a log directory's set holds, in a line: traces, runs, hosts, tags, steps, events."""
     traces = ts.traces.to_pylist()
-    root = display_path(directory)
-    print(f"log directory  {root}")
-    print(
-        f"profiles       {_count(len(traces), 'XSpace file')} ({ts.n_traces} loaded), "
-        f"{_count(len({r['rank'] for r in traces}), 'host')}, "
-        f"{_count(len({r['step'] for r in traces}), 'run')}, {_count(len(ts), 'event')}"
+
+    def distinct(column: str) -> int:
+        return len({r[column] for r in traces if r[column] is not None})
+
+    return (
+        f"{_count(len(traces), 'trace')} ({ts.n_traces} loaded): "
+        f"{_count(distinct('run'), 'run')}, {_count(distinct('host'), 'host')}, "
+        f"{_count(distinct('tag'), 'tag')}, {_count(distinct('step'), 'step')}, "
+        f"{_count(len(ts), 'event')}"
     )
+
+
+def _info_set(ts: TraceSet, path: str) -> int:
+    """``info`` of a log directory or an event file: one row per trace found (a RunMetadata
+    of an event file, an XSpace profile)."""
+    traces = ts.traces.to_pylist()
+    root = display_path(path)
+    base = root if os.path.isdir(path) else os.path.dirname(root)
+    print(f"{'log directory' if os.path.isdir(path) else 'event file'}  {root}")
+    print(f"traces         {_set_summary(ts)}")
     print()
     _print_table(
-        ["run", "host", "file", "events", "lines", "size", "status"],
+        ["run", "host", "tag", "step", "source", "file", "events", "blocks", "size", "status"],
         [
             [
-                r["step"],
-                r["rank"],
-                os.path.relpath(r["path"], root),
+                r["run"] if r["run"] is not None else "-",
+                r["host"] if r["host"] is not None else "-",
+                r["tag"] if r["tag"] is not None else "-",
+                r["step"] if r["step"] is not None else "-",
+                r["source"] if r["source"] is not None else "-",
+                os.path.relpath(r["path"], base) if base else r["path"],
                 "-" if r["n_events"] is None else r["n_events"],
                 ts.trace(r["trace_id"]).devices.num_rows if r["status"] == "ok" else "-",
                 "-" if r["size"] is None else _size(r["size"]),
@@ -267,13 +284,28 @@ def _info_set(ts: TraceSet, directory: str) -> int:
             ]
             for r in traces
         ],
-        left=3,
+        left=6,
     )
     for r in traces:
         if r["error"] is not None:
             print(f"error: {r['error']}")
+    graph_only = [r for r in traces if r["status"] == "ok" and r["n_events"] == 0]
+    if graph_only:
+        print()
+        print(f"{_count(len(graph_only), 'RunMetadata')} with no step stats (graphs only): "
+              f"{', '.join(str(r['tag']) for r in graph_only[:5])}")
     print()
-    print("'tracecore info FILE' shows the planes and lines of one profile")
+    print("'tracecore info FILE' shows one profile's planes and lines; 'tracecore top' of the "
+          "directory ranks ops over every trace")
+    return 0
+
+
+def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
+    """``top`` of a log directory or an event file: op time summed over every trace."""
+    print(f"{display_path(args.file)}: {_set_summary(ts)}")
+    kinds = sorted({k for k in ts.traces["kind"].to_pylist() if k is not None})
+    _print_top(args, ts.op_stats(by=_BY[args.by], per="all"),
+               executor_stream=kinds != ["XSpace"])
     return 0
 
 
@@ -434,7 +466,10 @@ def _print_top(args: argparse.Namespace, stats: pa.Table, *, executor_stream: bo
 
 
 def _cmd_top(args: argparse.Namespace) -> int:
-    t = _open(args)
+    opened = _open_any(args)
+    if isinstance(opened, TraceSet):
+        return _top_set(opened, args)
+    t = opened
     if t.kind == "XSpace":
         return _top_xspace(t, args)
     _print_top(args, t.op_stats(by=_BY[args.by]), executor_stream=True)

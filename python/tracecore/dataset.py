@@ -32,12 +32,12 @@ from .keying import (
     Member,
     alignment_offset,
     check_align,
-    empty_table,
     error_message,
     event_bounds,
     file_keys,
     keyed_table,
     resolve_paths,
+    table_schema,
     trace_table,
 )
 from .opening import open_trace as _open_trace
@@ -102,7 +102,25 @@ def open_files(
     """:func:`open_many` of ``files`` (paths as :func:`~.keying.resolve_paths` gives them;
     ``threads`` and ``align`` checked), each opened with ``cache``."""
     ranks, rank_type, steps, step_type = file_keys(files, rank, step)
+    results = load_files(files, threads=threads, strict=strict, format=format, cache=cache)
+    return TraceSet(
+        files,
+        [r[0] for r in results],
+        [r[1] for r in results],
+        ranks,
+        steps,
+        rank_type,
+        step_type,
+        align,
+        sizes=[r[2] for r in results],
+    )
 
+
+def load_files(
+    files: list[str], *, threads: int, strict: bool, format: str, cache: bool
+) -> list[tuple[Trace | None, BaseException | None, int | None]]:
+    """(trace or None, error or None, size) of every file, opened ``threads`` at a time (0: one
+    per core); with ``strict``, the first failing file's error (input order) is raised."""
     workers = max(1, min(threads or os.cpu_count() or 1, len(files)))
     per_file_threads = threads if len(files) == 1 else 1
 
@@ -127,18 +145,7 @@ def open_files(
                     other.cancel()
                 raise err
             results.append((trace, err, size))
-
-    return TraceSet(
-        files,
-        [r[0] for r in results],
-        [r[1] for r in results],
-        ranks,
-        steps,
-        rank_type,
-        step_type,
-        align,
-        sizes=[r[2] for r in results],
-    )
+    return results
 
 
 # -- the set --------------------------------------------------------------------------------------
@@ -162,7 +169,10 @@ class TraceSet(TableAttributes):
         step_type: pa.DataType,
         align: Any,
         sizes: list[int | None] | None = None,
+        labels: dict[str, tuple[list[Any], pa.DataType]] | None = None,
     ) -> None:
+        """``labels``: more key columns (name -> per trace values, type), after ``step`` in
+        :attr:`traces` and in every table (a log directory's run, tag, host, ...)."""
         self._paths = paths
         self._sizes = sizes if sizes is not None else [None] * len(paths)
         self._traces = traces
@@ -178,6 +188,21 @@ class TraceSet(TableAttributes):
         ]
         self._tables: dict[str, pa.Table] = {}
         self._collectives: pa.Table | None = None
+        self._labels = dict(labels or {})
+        for name, (values, _) in self._labels.items():
+            if len(values) != len(paths):
+                raise ValueError(f"label {name!r} has {len(values)} values for {len(paths)} traces")
+
+    def _label_values(self, trace_id: int | None) -> list[tuple[str, Any, pa.DataType]]:
+        """The label columns of one trace (all null for None: an empty table's)."""
+        return [(name, None if trace_id is None else values[trace_id], type_)
+                for name, (values, type_) in self._labels.items()]
+
+    def _keyed(self, table: pa.Table, name: str, trace_id: int | None, rank: Any, step: Any,
+               offset: int) -> pa.Table:
+        """keyed_table with this set's key types and the trace's labels."""
+        return keyed_table(table, name, trace_id or 0, rank, step, offset, self._rank_type,
+                           self._step_type, self._label_values(trace_id))
 
     # -- listing ------------------------------------------------------------------------------
     @property
@@ -192,6 +217,7 @@ class TraceSet(TableAttributes):
                 "trace_id": pa.array(range(len(self._paths)), pa.int32()),
                 "rank": pa.array(self._ranks, self._rank_type),
                 "step": pa.array(self._steps, self._step_type),
+                **{name: pa.array(values, type_) for name, (values, type_) in self._labels.items()},
                 "size": pa.array(self._sizes, pa.int64()),
                 "kind": pa.array(
                     [t.kind if t is not None else None for t in self._traces], pa.string()
@@ -277,13 +303,12 @@ class TraceSet(TableAttributes):
         cached = self._tables.get(name)
         if cached is None:
             parts = [
-                keyed_table(
-                    trace_table(t, name), name, i, r, s, off, self._rank_type, self._step_type
-                )
+                self._keyed(trace_table(t, name), name, i, r, s, off)
                 for i, t, r, s, off in self._loaded()
             ]
             cached = self._concat(
-                parts, lambda: empty_table(name, self._rank_type, self._step_type)
+                parts,
+                lambda: self._keyed(table_schema(name).empty_table(), name, None, None, None, 0),
             )
             self._tables[name] = cached
         return cached
@@ -314,7 +339,7 @@ class TraceSet(TableAttributes):
         The Trace passed has raw clocks: times in the result are not aligned."""
         parts = []
         for i, t, r, s, _ in self._loaded():
-            parts.append(keyed_table(query(t), "", i, r, s, 0, self._rank_type, self._step_type))
+            parts.append(self._keyed(query(t), "", i, r, s, 0))
         if not parts:
             raise ValueError("no trace loaded")
         return self._concat(parts, lambda: None)
@@ -433,21 +458,17 @@ class TraceSet(TableAttributes):
         for i, t, r, s, off in self._loaded():
             ids = t.window(start_ns + off, end_ns + off)
             parts.append(
-                keyed_table(
-                    pa.table({"event_id": ids}), "", i, r, s, 0, self._rank_type, self._step_type
-                )
+                self._keyed(pa.table({"event_id": ids}), "", i, r, s, 0)
             )
         return self._concat(
             parts,
-            lambda: keyed_table(
+            lambda: self._keyed(
                 pa.table({"event_id": pa.array([], pa.int64())}),
                 "",
-                0,
                 None,
                 None,
+                None,
                 0,
-                self._rank_type,
-                self._step_type,
             ),
         )
 
@@ -472,8 +493,8 @@ class TraceSet(TableAttributes):
                 "peak_time_ns",
                 pc.if_else(rose, pc.subtract_checked(pk["peak_time_ns"], off), pk["peak_time_ns"]),
             )
-            timelines.append(keyed_table(tl, "", i, r, s, 0, self._rank_type, self._step_type))
-            peaks.append(keyed_table(pk, "", i, r, s, 0, self._rank_type, self._step_type))
+            timelines.append(self._keyed(tl, "", i, r, s, 0))
+            peaks.append(self._keyed(pk, "", i, r, s, 0))
         if not peaks:
             raise ValueError("no trace loaded")
         return self._concat(timelines, lambda: None), self._concat(peaks, lambda: None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import glob as _glob
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -203,8 +203,10 @@ def keyed_table(
     offset: int,
     rank_type: pa.DataType,
     step_type: pa.DataType,
+    labels: Sequence[tuple[str, Any, pa.DataType]] = (),
 ) -> pa.Table:
-    """``table`` of one trace with trace_id, rank, step in front and its times shifted."""
+    """``table`` of one trace with trace_id, rank, step in front and its times shifted.
+    ``labels``: more key columns, after step: (name, this trace's value, type)."""
     n = table.num_rows
     if offset:
         for col in TIME_COLUMNS.get(name, ()):
@@ -218,6 +220,8 @@ def keyed_table(
     ]
     for pos, (col, arr) in enumerate(zip(KEY_COLUMNS, keys, strict=True)):
         table = table.add_column(pos, col, arr)
+    for pos, (col, value, type_) in enumerate(labels, start=len(KEY_COLUMNS)):
+        table = table.add_column(pos, col, pa.repeat(pa.scalar(value, type_), n))
     return table
 
 

@@ -1,4 +1,4 @@
-"""TensorBoard event files and log directories (prototype, issue 22 stage A).
+"""TensorBoard event files and log directories: their RunMetadata, one by one.
 
 An event file (``events.out.tfevents.*``) holds RunMetadata in two places: TensorFlow 1's
 ``FileWriter.add_run_metadata`` writes ``Event.tagged_run_metadata`` (full step stats with
@@ -6,6 +6,8 @@ An event file (``events.out.tfevents.*``) holds RunMetadata in two places: Tenso
 ``graph_run_metadata_graph`` / ``graph_run_metadata`` (graphs, no step stats; Keras may write
 0 bytes). :func:`scan` lists them without parsing them (the native scan checks every record's
 CRCs); :func:`open_event_file` and :func:`open_logdir` parse each one with the binary importer.
+``tracecore.open`` of an event file or a log directory gives them as one TraceSet
+(:mod:`.logdir`).
 
 The native core maps each file once, checks its records and parses every RunMetadata in place
 (a view of the file's bytes), in parallel (``_core.open_event_file``).
@@ -77,10 +79,10 @@ def open_event_file(path: str | os.PathLike[str], *, strict: bool = True, thread
                     root: str | os.PathLike[str] | None = None) -> list[EventTrace]:
     """Every RunMetadata of an event file, parsed in place (no copy) by the binary importer, in
     parallel. ``root``: the log directory the file's run is named relative to."""
-    return _open_found(os.fspath(path), strict, threads, root)[0]
+    return open_found(os.fspath(path), strict, threads, root)[0]
 
 
-def _open_found(path_str: str, strict: bool, threads: int,
+def open_found(path_str: str, strict: bool, threads: int,
                 root: str | os.PathLike[str] | None) -> tuple[list[EventTrace], dict[str, Any]]:
     """The traces of one event file, and its scan (the dict of ``_core.tfevents_scan``)."""
     try:
@@ -101,6 +103,17 @@ def _open_found(path_str: str, strict: bool, threads: int,
                                  found["wall_time"], found["source"], trace,
                                  core is not None and core.num_events > 0))
     return traces, result
+
+
+def add_content(totals: dict[str, Any], content: dict[str, Any]) -> None:
+    """Adds one scan's ``content`` counts into ``totals`` (several files' content)."""
+    for key, value in content.items():
+        if isinstance(value, dict):
+            merged = totals.setdefault(key, {})
+            for name, n in value.items():
+                merged[name] = merged.get(name, 0) + n
+        elif isinstance(value, int) and not key.endswith(("_step", "_wall_time")):
+            totals[key] = totals.get(key, 0) + value
 
 
 def describe_content(content: dict[str, Any]) -> str:
@@ -135,17 +148,11 @@ def open_logdir(root: str | os.PathLike[str], *, strict: bool = True,
     out = LogDirectory(root_str)
     totals: dict[str, Any] = {}
     for path in files:
-        traces, result = _open_found(path, strict, threads, root_str)
+        traces, result = open_found(path, strict, threads, root_str)
         out.scans[path] = result
         out.traces += traces
         out.warnings += [f"{path}: byte {offset}: {what}" for offset, what in result["warnings"]]
-        for key, value in result["content"].items():
-            if isinstance(value, dict):
-                merged = totals.setdefault(key, {})
-                for name, n in value.items():
-                    merged[name] = merged.get(name, 0) + n
-            elif isinstance(value, int) and not key.endswith(("_step", "_wall_time")):
-                totals[key] = totals.get(key, 0) + value
+        add_content(totals, result["content"])
     if not out.traces:
         if not files:
             raise TraceFormatError(f"{root_str}: no event files (events.out.tfevents.*) under it")

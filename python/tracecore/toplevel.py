@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from .checks import PathArg, check_flag, check_path, check_threads
-from .dataset import TraceSet, open_files
+from .dataset import TraceSet
+from .logdir import event_files_below, is_event_file, open_event_file_set, open_log_directory
 from .opening import is_parquet_export, open_checked
 from .parsing import FORMATS
 from .profiles import find_profiles
@@ -66,8 +67,11 @@ def open(
     path_str = check_path(path)
     if os.path.isdir(path_str) and not is_parquet_export(path_str):
         profiles = find_profiles(path_str)
-        if profiles:
-            return open_files(
-                [p.path for p in profiles], format=format, threads=threads, cache=cache
+        event_files = event_files_below(path_str)
+        if profiles or event_files:
+            return open_log_directory(
+                path_str, profiles, event_files, format=format, threads=threads, cache=cache
             )
+    elif format == "auto" and is_event_file(path_str):
+        return open_event_file_set(path_str, threads=threads)
     return open_checked(path_str, format, threads, cache, progress)
