@@ -74,7 +74,8 @@ Memory (``memory_records``): every timed event named ``MemoryAllocation`` or
   compressed value, else None.
 
 Peaks (``memory_peaks``), per allocator, over its records in time order (file order for equal
-  times): in_use = heap_allocated + stack_reserved (a missing stat counts 0); the peak is the
+  times): in_use = heap_allocated + stack_reserved (a missing stat counts 0; a sum outside int64
+  raises ``OracleOutOfRange``, tracecore: OverflowError); the peak is the
   largest in_use, at the LAST record reaching it (XProf keeps the last too); the allocations
   live at the peak are the allocation records up to and including the peak record whose
   address no later deallocation (up to the peak) released (matched by address; a second
@@ -404,7 +405,7 @@ def memory_peaks(records: list[AllocRecord]) -> dict[str, MemoryPeak]:
     peaks = {}
     for allocator, recs in by_allocator.items():
         recs = sorted(recs, key=lambda r: r.time_ns)  # stable: file order for equal times
-        in_use = [(r.heap_allocated or 0) + (r.stack_reserved or 0) for r in recs]
+        in_use = [checked((r.heap_allocated or 0) + (r.stack_reserved or 0)) for r in recs]
         top = max(in_use)
         at = max(i for i, v in enumerate(in_use) if v == top)
         live: dict[int, AllocRecord] = {}

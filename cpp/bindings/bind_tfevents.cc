@@ -151,6 +151,7 @@ TraceFormatError InFile(const TraceFormatError& e, const tfevents::FoundRunMetad
 // core), largest first. The first failing RunMetadata in file order raises its error, located
 // in the file.
 py::dict OpenEventFile(py::object source, bool strict, int threads) {
+  if (threads < 0) throw py::value_error("threads must be >= 0 (0: every core)");
   tfevents::ScanOptions options;
   options.strict = strict;
   ScanInput in = InputOf(std::move(source));
@@ -181,6 +182,8 @@ py::dict OpenEventFile(py::object source, bool strict, int threads) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       } catch (const TraceFormatError& e) {
         errors[i] = std::make_exception_ptr(InFile(e, f));
+      } catch (...) {
+        errors[i] = std::current_exception();  // reported in file order too
       }
     });
     for (const std::exception_ptr& e : errors) {

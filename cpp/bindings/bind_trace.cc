@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <sys/stat.h>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,42 @@ void ReleaseArrayCapsule(PyObject* capsule) {
   delete array;
 }
 
+// The identity of the file at `path` (false when it cannot be had).
+bool FileIdentity(const std::string& path, uint64_t* device, uint64_t* inode, uint64_t* size,
+                  int64_t* mtime_ns) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  *device = static_cast<uint64_t>(st.st_dev);
+  *inode = static_cast<uint64_t>(st.st_ino);
+  *size = static_cast<uint64_t>(st.st_size);
+  *mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
+// The event_stats of a deferred XSpace: its file opened again (if unchanged) or its bytes.
+std::shared_ptr<const TraceTables> BuildEventStats(const PyTrace::Deferred& d, size_t events) {
+  InflateLimits limits;
+  limits.raise_hint = "decompress the file (gunzip) and open the result";
+  if (d.bytes != nullptr) return OpenXSpaceEventStats(*d.bytes, events, limits);
+  const std::string changed =
+      "the XSpace's event_stats are read from its file when first asked for, and the file ";
+  uint64_t device, inode, size;
+  int64_t mtime_ns;
+  if (!FileIdentity(d.path, &device, &inode, &size, &mtime_ns)) {
+    throw TraceFormatError(changed + "is gone: open it again");
+  }
+  if (device != d.device || inode != d.inode || size != d.size || mtime_ns != d.mtime_ns) {
+    throw TraceFormatError(changed + "changed since it was opened (another size, mtime or "
+                           "inode): open it again");
+  }
+  const std::shared_ptr<MappedFile> file = MappedFile::Open(d.path);
+  auto stats = OpenXSpaceEventStats(*file, events, limits);
+  if (file->ShrankSinceOpen()) {
+    throw TraceFormatError(changed + "was truncated by another process while it was read");
+  }
+  return stats;
+}
+
 // The tables that hold table `name` of `trace`: its own, or for an XSpace's event_stats those
 // of the second pass over its input (built on first use, with the GIL released).
 std::shared_ptr<const TraceTables> TablesHolding(const PyTrace& trace, const std::string& name) {
@@ -50,9 +87,8 @@ std::shared_ptr<const TraceTables> TablesHolding(const PyTrace& trace, const std
   py::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(d.mutex);
   if (d.event_stats == nullptr) {
-    InflateLimits limits;
-    limits.raise_hint = "decompress the file (gunzip) and open the result";
-    d.event_stats = OpenXSpaceEventStats(*d.source, trace.tables->events.size(), limits);
+    d.event_stats = BuildEventStats(d, trace.tables->events.size());
+    d.bytes.reset();  // no longer needed
   }
   return d.event_stats;
 }
@@ -80,7 +116,9 @@ py::object Schema(const std::string& name) {
   return ExportCapsules(view, empty->pool, empty)[0];
 }
 
-PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads) {
+// `path`: the file `file` maps ("" for bytes), for an XSpace's deferred event_stats.
+PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads,
+              const std::string& path = "") {
   OpenOptions options;
   options.format = format;
   options.threads = threads;
@@ -92,8 +130,16 @@ PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format
   trace.parse_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (trace.tables->kind == TraceKind::kXSpace) {
-    trace.deferred = std::make_shared<PyTrace::Deferred>();
-    trace.deferred->source = file;
+    auto d = std::make_shared<PyTrace::Deferred>();
+    if (path.empty()) {
+      d->bytes = file;
+    } else {
+      d->path = path;
+      // Taken after the parse: a file replaced meanwhile fails the later check, never passes it.
+      if (!FileIdentity(path, &d->device, &d->inode, &d->size, &d->mtime_ns)) d->path.clear();
+      if (d->size != file->size()) d->inode = 0;  // not the file parsed: never matches
+    }
+    trace.deferred = std::move(d);
   }
   return trace;
 }
@@ -187,7 +233,7 @@ void RegisterTrace(py::module_& m) {
       "open_file",
       [](const std::string& path, const std::string& format, int threads) {
         py::gil_scoped_release release;
-        return Parse(MappedFile::Open(path), format, threads);
+        return Parse(MappedFile::Open(path), format, threads, path);
       },
       py::arg("path"), py::arg("format") = "auto", py::arg("threads") = 0,
       "Memory-maps and parses a trace file (gzip data is decompressed first).");

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "containers/string_pool.h"
 #include "io/mapped_file.h"
@@ -21,10 +22,14 @@ namespace tracecore::bindings {
 struct PyTrace {
   std::shared_ptr<const TraceTables> tables;
   double parse_seconds = 0;
-  // An XSpace's input, kept (mapped, its pages released as read) to build event_stats when
-  // first asked for; the tables that pass builds.
+  // How an XSpace's event_stats are built when first asked for (a second pass over its input):
+  // a file is opened again by its path, once its identity (device, inode, size, mtime) is
+  // found unchanged; bytes handed over from Python are kept until then.
   struct Deferred {
-    std::shared_ptr<MappedFile> source;
+    std::string path;
+    uint64_t device = 0, inode = 0, size = 0;
+    int64_t mtime_ns = 0;
+    std::shared_ptr<MappedFile> bytes;
     std::mutex mutex;
     std::shared_ptr<const TraceTables> event_stats;
   };
@@ -44,7 +49,7 @@ void RegisterErrors(pybind11::module_& m);
 void RegisterTrace(pybind11::module_& m);
 void RegisterQueries(pybind11::module_& m);
 void RegisterJson(pybind11::module_& m);
-// Temporary: _core.tfevents_scan, until event files open as a TraceSet.
+// TensorBoard event files: _core.tfevents_scan and _core.open_event_file.
 void RegisterTfevents(pybind11::module_& m);
 void RegisterCodec(pybind11::module_& m);
 

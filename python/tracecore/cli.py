@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._arrow import buffer_bytes, to_numpy
+from ._arrow import buffer_bytes, checked_aggregate, to_numpy
 from ._core import TraceFormatError
 from ._version import __version__
 from .checks import display_path
@@ -300,12 +300,56 @@ def _info_set(ts: TraceSet, path: str) -> int:
     return 0
 
 
+def _span(events: pa.Table) -> int:
+    """From the first start to the last end (an end before its start counts as the start)."""
+    if events.num_rows == 0:
+        return 0
+    start = to_numpy(events["start_ns"])
+    return int(np.maximum(to_numpy(events["end_ns"]), start).max()) - int(start.min())
+
+
 def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
-    """``top`` of a log directory or an event file: op time summed over every trace."""
+    """``top`` of a log directory or an event file: each trace's rows as ``top`` of it alone
+    ranks them (an XSpace's device streams, else its host threads: not the lines that repeat
+    them), summed over the traces; ``share`` is the summed busy time over the summed spans."""
     print(f"{display_path(args.file)}: {_set_summary(ts)}")
-    kinds = sorted({k for k in ts.traces["kind"].to_pylist() if k is not None})
-    _print_top(args, ts.op_stats(by=_BY[args.by], per="all"),
-               executor_stream=kinds != ["XSpace"])
+    by = _BY[args.by]
+    parts, span, stepstats = [], 0, False
+    for row in ts.traces.filter(pc.equal(ts.traces["status"], "ok")).to_pylist():
+        t = ts.trace(row["trace_id"])
+        if t.kind == "XSpace":
+            _, lines = xspace_top_lines(t)
+            part = xspace_op_stats(t, by, lines)
+            chosen = np.zeros(t.devices.num_rows, dtype=bool)
+            chosen[lines] = True
+            events = t.table("events")
+            device = to_numpy(events["device_index"]).astype(np.int64)
+            mask = chosen[device] if len(device) else np.zeros(0, dtype=bool)
+            span += _span(events.filter(pa.array(mask, pa.bool_())))
+            part = part.append_column("executor_ns", pa.array([0] * part.num_rows, pa.int64()))
+            part = part.append_column("stream_ns", pa.array([0] * part.num_rows, pa.int64()))
+        else:
+            stepstats = True
+            part = t.op_stats(by=by)
+            span += _span(t.table("events"))
+        parts.append(part.select(["key", "n_events", "total_ns", "max_ns", "busy_ns",
+                                  "executor_ns", "stream_ns"]))
+    columns = ["n_events", "total_ns", "busy_ns", "executor_ns", "stream_ns"]
+    if parts:
+        agg = checked_aggregate(pa.concat_tables(parts), ["key"],
+                                [(c, "sum") for c in columns] + [("max_ns", "max")])
+        stats = pa.table({"key": agg["key"], **{c: agg[f"{c}_sum"] for c in columns},
+                          "max_ns": agg["max_ns_max"]})
+    else:
+        stats = pa.table({"key": pa.array([], pa.string()),
+                          **{c: pa.array([], pa.int64()) for c in [*columns, "max_ns"]}})
+    total = to_numpy(stats["total_ns"]).astype(np.float64)
+    busy = to_numpy(stats["busy_ns"]).astype(np.float64)
+    n = np.maximum(to_numpy(stats["n_events"]).astype(np.float64), 1)
+    stats = stats.append_column("mean_ns", pa.array(total / n))
+    stats = stats.append_column("share", pa.array(busy / span if span > 0 else busy * 0))
+    stats = stats.sort_by([("total_ns", "descending"), ("key", "ascending")])
+    _print_top(args, stats, executor_stream=stepstats)
     return 0
 
 
@@ -354,6 +398,19 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if t.kind == "XSpace":
         print()
         _print_lines(t)
+        replay = t.replay(source="in_use")
+        if replay.allocators:
+            print()
+            print("allocators (peak of heap + stack in use, as reported; 'tracecore memory' "
+                  "has more)")
+            t0 = _t0(t)
+            _print_table(
+                ["allocator", "peak", "at ms", "live"],
+                [[a or "(none)", _size(replay.peak(a)["peak_bytes"]),
+                  _ms(replay.peak(a)["peak_time_ns"] - t0), replay.peak(a)["live_tensors"]]
+                 for a in replay.allocators],
+            )
+        return 0
     records, tensors, allocators = _peaks(t)
     if allocators:
         print()

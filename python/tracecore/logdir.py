@@ -11,7 +11,8 @@ directory gives every event file's RunMetadata and every XSpace profile
     ``tag``        the RunMetadata's tag (``step_3``, a summary tag; null for profiles)
     ``wall_time``  the Event's wall time, seconds (null for profiles)
     ``source``     where it was found: ``tagged_run_metadata``, ``graph_run_metadata``,
-                   ``graph_run_metadata_graph`` (an event file) or ``xplane`` (a profile)
+                   ``graph_run_metadata_graph`` (an event file), ``xplane`` (a profile), or
+                   ``event_file`` for the error row of an event file that failed as a whole
 
 and ``rank`` / ``step`` say who and when: a profile has rank = host and step = run (as
 :func:`tracecore.open_many` keys profiles), a RunMetadata rank = run and step = its Event's
@@ -28,6 +29,7 @@ with a warning, as TensorBoard does.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import warnings
 from typing import Any
@@ -52,6 +54,10 @@ def is_event_file(path: str) -> bool:
     8-byte length followed by the masked CRC-32C of those 8 bytes. Judged on the content, not
     the name; a file too short or unreadable is not one."""
     try:
+        # Only a regular file is read: a FIFO or a device would block or never end (open()
+        # refuses them with its own error).
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as f:
             head = f.read(12)
     except OSError:
@@ -121,7 +127,7 @@ def _add_event_file(members: _Members, path: str, root: str | None, threads: int
     try:
         found, scan = open_found(path, True, threads, root)
     except Exception as e:  # noqa: BLE001 - one bad file must not abort the others
-        members.add(path, None, e, None, run, None, run=run, source="tfevents")
+        members.add(path, None, e, None, run, None, run=run, source="event_file")
         return 0
     for what in scan["warnings"]:
         warnings.warn(f"{display_path(path)}: byte offset {what[0]}: {what[1]}", stacklevel=4)

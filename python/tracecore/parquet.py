@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import pyarrow as pa
 
 from . import _core
+from ._arrow import schema_from_capsule
 from ._core import TraceFormatError
 from .outputs import naming
 from .stored import (
@@ -284,7 +285,11 @@ def read_parquet_dir(
     if not isinstance(names, dict):
         raise TraceFormatError(f"{meta_path}: 'tables' is not a mapping of table to file")
     file_names = {}
+    added_since: list[str] = []
     for name in _core.TABLE_NAMES:
+        if name in ADDED_TABLES and name not in names:
+            added_since.append(name)  # an export older than the table: it has no rows there
+            continue
         file_name = names.get(name, f"{name}.parquet")
         if not _plain_name(file_name):
             raise TraceFormatError(
@@ -328,8 +333,27 @@ def read_parquet_dir(
             raise TraceFormatError(
                 f"{file_path}: {table.num_rows} rows where {META_FILE} says {counts[name]}"
             )
-        tables[name] = table
-    return tables, meta
+        tables[name] = _with_current_columns(table, name)
+    for name in added_since:
+        tables[name] = schema_from_capsule(_core.schema(name)).empty_table()
+    return {name: tables[name] for name in _core.TABLE_NAMES}, meta
+
+
+#: Tables added after the first layout: an export written before them has no file for them.
+ADDED_TABLES = ("event_stats", "plane_stats", "aggregate_events")
+
+
+def _with_current_columns(table: pa.Table, name: str) -> pa.Table:
+    """``table`` as read from an export, with the columns added to table ``name`` since it was
+    written (alloc_records' XSpace memory columns, ...) as all-null columns in their place."""
+    schema = schema_from_capsule(_core.schema(name))
+    missing = [f for f in schema if f.name not in table.schema.names]
+    if not missing:
+        return table
+    for field in missing:
+        position = min(schema.get_field_index(field.name), table.num_columns)
+        table = table.add_column(position, field, pa.nulls(table.num_rows, field.type))
+    return table
 
 
 def parquet_files(directory: str | os.PathLike[str]) -> list[Path]:

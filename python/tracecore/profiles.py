@@ -117,8 +117,8 @@ def describe_contents(directory: str) -> str:
         )
     if events:
         parts.append(
-            f"{_files(events, 'TensorBoard event ')} (events.out.tfevents.*, without a profile; "
-            f"tracecore.tfevents reads their RunMetadata)"
+            f"{_files(events, 'TensorBoard event ')} (events.out.tfevents.*: "
+            f"tracecore.open(file) reads their RunMetadata)"
         )
     if other:
         parts.append(_files(other, "other "))

@@ -220,7 +220,14 @@ def replay_in_use(trace: Trace, allocator: str | None) -> tuple[pa.Table, pa.Tab
     names = np.asarray(table["allocator"].cast(pa.string()).to_numpy(zero_copy_only=False))
     if xspace:
         time_ns = _int64(table["time_ns"])
-        level = _int64(table["heap_allocated"]) + _int64(table["stack_reserved"])
+        try:
+            total = pc.add_checked(pc.fill_null(table["heap_allocated"], 0),
+                                   pc.fill_null(table["stack_reserved"], 0))
+        except pa.ArrowInvalid:
+            raise OverflowError(
+                "a memory record's heap_allocated + stack_reserved overflows int64"
+            ) from None
+        level = _int64(total)
         delta = _int64(table["bytes"])
     else:
         ends = trace.events["end_ns"].to_numpy()

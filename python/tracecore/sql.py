@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 if TYPE_CHECKING:
     from .trace import Trace
+
+
+#: Tables built on first use (an XSpace's event_stats: a second pass over its source), registered
+#: only for a query that names them.
+LAZY_TABLES = ("event_stats",)
 
 
 def sql(trace: Trace, query: str) -> pa.Table:
@@ -22,6 +28,9 @@ def sql(trace: Trace, query: str) -> pa.Table:
     con = duckdb.connect(":memory:")
     try:
         for name in trace.table_names:
+            # event_stats is built from an XSpace's source when first used: only when asked for
+            if name in LAZY_TABLES and not re.search(rf"\b{name}\b", query, re.IGNORECASE):
+                continue
             con.register(name, trace.events if name == "events" else trace.table(name))
         # None for a statement without a result, whatever the stubs say.
         relation: duckdb.DuckDBPyRelation | None = con.sql(query)

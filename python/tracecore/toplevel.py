@@ -27,14 +27,16 @@ def open(
     Args:
         path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``),
             or an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX); gzip-compressed
-            files are decompressed transparently. A directory: one written by
-            :meth:`Trace.to_parquet` (it has a ``tracecore.json``) is read back as a Trace; a
-            profiler or TensorBoard log directory gives a :class:`~tracecore.dataset.TraceSet` of
-            every ``plugins/profile/<run>/<host>.xplane.pb`` (or ``.xplane.pb.gz``) at any
-            depth below it, rank = host and step = run, as :func:`tracecore.open_many` of the
-            directory gives it (a profile that fails to load is reported in
-            ``TraceSet.traces``; ``format`` and ``cache`` apply to each file, ``threads`` is the
-            number of files parsed at once, ``progress`` is not shown).
+            files are decompressed transparently. A TensorBoard event file (told by its
+            content, with ``format="auto"``) gives a :class:`~tracecore.dataset.TraceSet` of its
+            RunMetadata. A directory: one written by :meth:`Trace.to_parquet` (it has a
+            ``tracecore.json``) is read back as a Trace; a profiler or TensorBoard log
+            directory gives a TraceSet of every event file's RunMetadata and every
+            ``plugins/profile/<run>/<host>.xplane.pb`` (or ``.xplane.pb.gz``) at any depth below
+            it, with run, host, tag, wall_time and source columns (see :mod:`tracecore.logdir`;
+            a file that fails to load is reported in ``TraceSet.traces``; ``format`` and
+            ``cache`` apply to each profile, ``threads`` is the number of files parsed at once,
+            ``progress`` is not shown; ``cache`` and ``progress`` do not apply to event files).
         format: ``"auto"`` (detect), ``"text"``, ``"binary"`` or ``"xspace"``. ``"auto"``
             takes a file for an XSpace when its first plane has XPlane's structure, for
             text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
@@ -51,9 +53,9 @@ def open(
             second.
 
     Raises:
-        TraceFormatError: the file is not a valid trace (the message says where and why), or a
-            directory is neither a Parquet export nor a log directory with profiles (the
-            message says what it holds).
+        TraceFormatError: the file is not a valid trace (the message says where and why), an
+            event file holds no RunMetadata, or a directory is neither a Parquet export nor a
+            log directory with RunMetadata or profiles (the message says what it holds).
         OSError: the file cannot be read.
         TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
             ``progress`` not a bool).

@@ -189,10 +189,11 @@ void ExportDictionary(const ColumnView& c, const StringPool& pool, ArrowSchema* 
   out->dictionary = priv->dictionary;
 }
 
-// A column every row of which is null (an optional column no importer filled): zeroed values
-// or offsets and an all-zero validity bitmap, with the column's own type.
 // The bytes of zeros an all-null column of `rows` rows reads at most (values of 8 bytes).
 size_t AllNullZeroBytes(int64_t rows) { return (static_cast<size_t>(rows) + 1) * 8; }
+
+// A column every row of which is null (an optional column no importer filled): zeroed values
+// or offsets and an all-zero validity bitmap, with the column's own type.
 
 void ExportAllNull(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
                    ArrowArray* out, ArrayPrivate* priv, const std::shared_ptr<const void>& zeros) {

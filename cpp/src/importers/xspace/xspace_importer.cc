@@ -1,6 +1,7 @@
 #include "importers/xspace/xspace_importer.h"
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -365,13 +366,25 @@ class Importer : public xspace::NullVisitor {
     if (s.bytes.data() == scratch_source_.data() && s.bytes.size() == scratch_source_.size()) {
       return scratch_;
     }
-    const InflatedBuffer out = InflateAll(reinterpret_cast<const uint8_t*>(s.bytes.data()),
-                                          s.bytes.size(), {}, {CompressionFormat::kGzip});
+    const uint64_t at = static_cast<uint64_t>(s.bytes.data() - input_);
+    InflatedBuffer out;
+    try {
+      out = InflateAll(reinterpret_cast<const uint8_t*>(s.bytes.data()), s.bytes.size(), {},
+                       {CompressionFormat::kGzip});
+    } catch (const TraceFormatError& e) {
+      // Located in the input: the value's first byte, and the offset inside it.
+      TraceFormatError error = TraceFormatError::AtByte(
+          at, std::string("compressed_str_value of stat '") + std::string(s.name()) +
+                  "' is not gzip data: " + e.what());
+      error.bad_value = true;
+      throw error;
+    }
     scratch_.assign(reinterpret_cast<const char*>(out.data()), out.size());
     scratch_source_ = {};
     if (!StringPool::IsValidUtf8(scratch_)) {
       TraceFormatError error = TraceFormatError::AtByte(
-          static_cast<uint64_t>(s.bytes.data() - input_), "compressed_str_value is not UTF-8");
+          at, std::string("compressed_str_value of stat '") + std::string(s.name()) +
+                  "' is not UTF-8 once decompressed");
       error.bad_value = true;
       throw error;
     }
@@ -606,7 +619,15 @@ std::shared_ptr<TraceTables> ReadXSpaceEventStats(const MappedFile& file, size_t
   Importer importer(sink, *tables, file.data(), Pass::kEventStats);
   xspace::XSpaceDecoder<Importer> decoder(reinterpret_cast<const uint8_t*>(file.data()),
                                           file.size(), importer);
-  decoder.Decode();
+  try {
+    decoder.Decode();
+  } catch (const std::length_error&) {
+    // Inherited stats repeat their metadata's values in every event: bytes values can pass
+    // what one Arrow column holds.
+    throw TraceFormatError::AtByte(
+        0, "event_stats would hold more than 2 GiB of bytes_value (the stats of the events and "
+           "those they inherit from their metadata): too large for one Arrow column");
+  }
   if (importer.timed_events() != expected_events) {
     throw TraceFormatError::AtByte(
         0, "the XSpace holds " + std::to_string(importer.timed_events()) +
