@@ -18,6 +18,8 @@ that child alone, which counts the input's mapped or read pages):
                              just before the call); the peak RSS column is wait4's, the whole
                              process. After the figures are taken, the run's tables are sized
                              (`tables MB`: distinct Arrow buffers, per table in --json).
+                             Its CPU time is split into user (tracecore's own work) and sys
+                             (the kernel, mostly clearing the fresh pages the tables fill).
   protobuf C++               bench/peers/build.sh's xplane_parse FILE N: XSpace::ParseFromString
                              of the file's bytes (read beforehand) into an arena, generated from
                              bench/peers/xplane.proto; best of N
@@ -57,7 +59,7 @@ DECODER = REPO_DIR / "build" / "bench" / "xspace_bench"
 PROTOBUF_PEER = Path("/tmp/tracecore-xspace-peer/xplane_parse")
 
 TRACECORE_CHILD = r"""
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 import tracecore
 from tracecore._arrow import buffer_bytes
@@ -65,14 +67,18 @@ from throughput import _kib_status as status
 
 _ = tracecore.open(tracecore.sample_path()).events  # pyarrow's one-time loading: baseline
 base = status()
+r0 = resource.getrusage(resource.RUSAGE_THREAD)
 c0, t0 = time.thread_time(), time.perf_counter()
 trace = tracecore.open(sys.argv[1], threads=1)
 t1, c1 = time.perf_counter(), time.thread_time()
+r1 = resource.getrusage(resource.RUSAGE_THREAD)
 events = len(trace)
 after = status()
 tables = {name: buffer_bytes([trace.table(name)]) for name in trace.table_names}
 print("@@RESULT@@" + json.dumps({
     "seconds": t1 - t0, "cpu_seconds": c1 - c0, "events": events,
+    "user_seconds": r1.ru_utime - r0.ru_utime, "sys_seconds": r1.ru_stime - r0.ru_stime,
+    "minor_faults": r1.ru_minflt - r0.ru_minflt,
     "baseline_rss_kib": base["VmRSS"], "peak_rss_after_kib": after["VmHWM"],
     "anon_rss_after_kib": after.get("RssAnon"), "file_rss_after_kib": after.get("RssFile"),
     "tables_bytes": buffer_bytes(trace.table(n) for n in trace.table_names),
@@ -215,6 +221,8 @@ def report(path: Path, rows: dict[str, dict]) -> None:
         extra = ""
         if "cpu_seconds" in r:
             extra = f"  (CPU {r['cpu_seconds']:.3f} s: {size / r['cpu_seconds'] / MB:.0f} MB/s)"
+        if "sys_seconds" in r:
+            extra += f"  (user {r['user_seconds']:.2f} s, sys {r['sys_seconds']:.2f} s)"
         if "plus_rss_kib" in r:
             extra += (f"  (+RSS {r['plus_rss_kib'] / 1024:.0f} MB, peak/file "
                       f"{r['peak_rss_kib'] * 1024 / size:.2f}, tables "
