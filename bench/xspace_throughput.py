@@ -10,8 +10,16 @@ that child alone, which counts the input's mapped or read pages):
 
   xspace decoder (C++)       build/bench/xspace_bench FILE N: the XSpace decoder alone (no
                              tables), the file mapped; best of N decodes, wall and CPU time.
-                             >>> STAGE B: the `tracecore.open(FILE)` row (the whole import
-                             into tables) goes in `peers()` next to it, marked there. <<<
+  tracecore.open             tracecore.open(FILE, threads=1): the whole import into tables
+                             (one core), each of N runs in a fresh process; best wall time
+                             (and that run's CPU time), the highest peak RSS of the N. The
+                             process first opens the bundled sample (pyarrow's one-time
+                             loading is then in the baseline: "+RSS" is the peak minus the RSS
+                             just before the call); the peak RSS column is wait4's, the whole
+                             process. After the figures are taken, the run's tables are sized
+                             (`tables MB`: distinct Arrow buffers, per table in --json).
+                             Its CPU time is split into user (tracecore's own work) and sys
+                             (the kernel, mostly clearing the fresh pages the tables fill).
   protobuf C++               bench/peers/build.sh's xplane_parse FILE N: XSpace::ParseFromString
                              of the file's bytes (read beforehand) into an arena, generated from
                              bench/peers/xplane.proto; best of N
@@ -24,7 +32,8 @@ that child alone, which counts the input's mapped or read pages):
                              same input).
 
 MB/s = input bytes / seconds / 1e6; events/s = the input's events (the decoder's count: XProf's
-viewer keeps at most a million of them) / seconds.
+viewer keeps at most a million of them) / seconds. The ratios printed last are each row's time
+over tracecore.open's (and over the decoder's).
 """
 
 from __future__ import annotations
@@ -49,6 +58,34 @@ MB = 1_000_000
 DECODER = REPO_DIR / "build" / "bench" / "xspace_bench"
 PROTOBUF_PEER = Path("/tmp/tracecore-xspace-peer/xplane_parse")
 
+TRACECORE_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+import tracecore
+from tracecore._arrow import buffer_bytes
+from throughput import _kib_status as status
+
+_ = tracecore.open(tracecore.sample_path()).events  # pyarrow's one-time loading: baseline
+base = status()
+r0 = resource.getrusage(resource.RUSAGE_THREAD)
+c0, t0 = time.thread_time(), time.perf_counter()
+trace = tracecore.open(sys.argv[1], threads=1)
+t1, c1 = time.perf_counter(), time.thread_time()
+r1 = resource.getrusage(resource.RUSAGE_THREAD)
+events = len(trace)
+after = status()
+tables = {name: buffer_bytes([trace.table(name)]) for name in trace.table_names}
+print("@@RESULT@@" + json.dumps({
+    "seconds": t1 - t0, "cpu_seconds": c1 - c0, "events": events,
+    "user_seconds": r1.ru_utime - r0.ru_utime, "sys_seconds": r1.ru_stime - r0.ru_stime,
+    "minor_faults": r1.ru_minflt - r0.ru_minflt,
+    "baseline_rss_kib": base["VmRSS"], "peak_rss_after_kib": after["VmHWM"],
+    "anon_rss_after_kib": after.get("RssAnon"), "file_rss_after_kib": after.get("RssFile"),
+    "tables_bytes": buffer_bytes(trace.table(n) for n in trace.table_names),
+    "table_bytes": tables, "rows": {n: trace.table(n).num_rows for n in trace.table_names},
+    "version": getattr(tracecore, "__version__", None)}))
+"""
+
 XPROF_CHILD = r"""
 import json, re, resource, sys, time
 limit = int(float(sys.argv[2]) * (1 << 30))
@@ -68,6 +105,9 @@ print("@@RESULT@@" + json.dumps({"seconds": seconds, "output_bytes": len(text),
 
 
 def build_decoder() -> Path:
+    # CONTRIBUTING's `cmake -B build` puts it in build/; this script's own build in build/bench.
+    if not DECODER.exists() and (REPO_DIR / "build" / "xspace_bench").exists():
+        return REPO_DIR / "build" / "xspace_bench"
     if not DECODER.exists():
         build = REPO_DIR / "build" / "bench"
         subprocess.run(["cmake", "-S", str(REPO_DIR), "-B", str(build),
@@ -115,6 +155,28 @@ def run_protobuf(path: Path, repeat: int) -> dict:
     return {"seconds": r["seconds"], "events": r["events"], "peak_rss_kib": rss}
 
 
+def run_tracecore(path: Path, repeat: int, timeout: float = 1800.0) -> dict:
+    """tracecore.open(path, threads=1) in `repeat` fresh processes: the fastest run's figures,
+    with the highest peak RSS (wait4) of all runs."""
+    runs = []
+    for _ in range(max(repeat, 1)):
+        stdout, stderr, rc, rss = _run_child([sys.executable, "-c", TRACECORE_CHILD, str(path),
+                                              str(BENCH_DIR)],
+                                             timeout)
+        m = re.search(r"@@RESULT@@(.*)", stdout)
+        if rc != 0 or not m:
+            tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:] or [f"exit {rc}"]
+            return {"error": f"rc={rc}: {tail[0][-300:]}", "peak_rss_kib": rss}
+        r = json.loads(m.group(1))
+        r["peak_rss_kib"] = rss
+        runs.append(r)
+    best = dict(min(runs, key=lambda r: r["seconds"]))
+    best["peak_rss_kib"] = max(r["peak_rss_kib"] for r in runs)
+    best["plus_rss_kib"] = max(r["peak_rss_after_kib"] - r["baseline_rss_kib"] for r in runs)
+    best["runs_seconds"] = [r["seconds"] for r in runs]
+    return best
+
+
 def run_xprof(path: Path, mem_gb: float, timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         # XProf may write cached results beside the file it reads: give it a link of its own.
@@ -134,7 +196,7 @@ def run_xprof(path: Path, mem_gb: float, timeout: float) -> dict:
 
 def peers(path: Path, args, with_xprof: bool) -> dict[str, dict]:
     rows = {"xspace decoder (C++)": run_decoder(path, args.repeat)}
-    # >>> STAGE B: rows["tracecore.open"] = the whole import (tables) in a fresh process. <<<
+    rows["tracecore.open"] = run_tracecore(path, args.repeat)
     rows["protobuf C++"] = run_protobuf(path, args.repeat)
     if with_xprof:
         rows["XProf trace_viewer"] = run_xprof(path, args.xprof_mem_gb, args.xprof_timeout)
@@ -159,15 +221,22 @@ def report(path: Path, rows: dict[str, dict]) -> None:
         extra = ""
         if "cpu_seconds" in r:
             extra = f"  (CPU {r['cpu_seconds']:.3f} s: {size / r['cpu_seconds'] / MB:.0f} MB/s)"
+        if "sys_seconds" in r:
+            extra += f"  (user {r['user_seconds']:.2f} s, sys {r['sys_seconds']:.2f} s)"
+        if "plus_rss_kib" in r:
+            extra += (f"  (+RSS {r['plus_rss_kib'] / 1024:.0f} MB, peak/file "
+                      f"{r['peak_rss_kib'] * 1024 / size:.2f}, tables "
+                      f"{r['tables_bytes'] / MB:.0f} MB, {r['events']:,} events)")
         if "output_events" in r:
             extra = (f"  (viewer JSON: {r['output_events']:,} events, "
                      f"{r['output_bytes'] / MB:.0f} MB)")
         print(f"  {name:<22} {r['seconds']:>9.3f} {r['mb_per_s']:>9.1f} "
               f"{r.get('events_per_s', 0) / 1e6:>11.2f} {rss:>12}{extra}")
-    base = rows.get("xspace decoder (C++)", {})
-    for name, r in rows.items():
-        if name != "xspace decoder (C++)" and "seconds" in r and "seconds" in base:
-            print(f"  decoder / {name}: {r['seconds'] / base['seconds']:.1f}x")
+    for ref in ("tracecore.open", "xspace decoder (C++)"):
+        base = rows.get(ref, {})
+        for name, r in rows.items():
+            if name != ref and "seconds" in r and "seconds" in base:
+                print(f"  {name} / {ref} (time): {r['seconds'] / base['seconds']:.2f}x")
 
 
 def main() -> None:

@@ -19,12 +19,14 @@ CapacityPlanner::Rows CapacityPlanner::TypicalRows(size_t bytes, bool text) {
 }
 
 namespace {
-// Room for `rows` rows in every column of `table` an importer fills row by row (optional
-// columns grow as they are filled), and `values` child values in its list columns.
+// Room for `rows` rows in every column of `table` an importer fills row by row, and `values`
+// child values in its list columns. An optional column gets room once the importer has begun
+// filling it (it then fills every row: XSpace's events.step_id), so that it does not grow by
+// doubling (a copy into fresh pages each time); one still empty may stay so.
 template <class Table>
 void ReserveTable(Table& table, size_t rows, size_t values) {
   table.ForEachColumn([&](const ColumnDef& def, auto& column, Column<uint8_t>* valid) {
-    if (def.holding == ColumnHolding::kOptional) return;
+    if (def.holding == ColumnHolding::kOptional && (valid == nullptr || valid->empty())) return;
     if constexpr (std::is_same_v<std::decay_t<decltype(column)>, ListColumn<int64_t>> ||
                   std::is_same_v<std::decay_t<decltype(column)>, ListColumn<int32_t>>) {
       column.offsets.reserve(rows + 1);

@@ -214,6 +214,25 @@ void PushNullable(C& column, Column<uint8_t>& valid, bool present, T value) {
 // than the events themselves, and few queries need them.
 enum class Pass { kTables, kEventStats };
 
+// floor(a / 1000) in int64 (a multiply, where __int128's division is a call to __divmodti4:
+// 3% of an import's time).
+inline int64_t FloorDiv1000(int64_t a) { return a / 1000 - (a % 1000 < 0 ? 1 : 0); }
+
+// An event's start and end, floor((timestamp_ns * 1000 + offset_ps (+ duration_ps)) / 1000):
+// timestamp_ns + floor(offset_ps (+ duration_ps) / 1000) in int64 when no sum overflows (any
+// real profile), else through __int128. False when a time does not fit int64.
+bool EventNanos(int64_t timestamp_ns, int64_t offset_ps, int64_t duration_ps, int64_t* start,
+                int64_t* end) {
+  int64_t end_ps;
+  if (!__builtin_add_overflow(offset_ps, duration_ps, &end_ps) &&
+      !__builtin_add_overflow(timestamp_ns, FloorDiv1000(offset_ps), start) &&
+      !__builtin_add_overflow(timestamp_ns, FloorDiv1000(end_ps), end)) {
+    return true;
+  }
+  const __int128 start_ps = static_cast<__int128>(timestamp_ns) * 1000 + offset_ps;
+  return FloorNanos(start_ps, start) && FloorNanos(start_ps + duration_ps, end);
+}
+
 class Importer : public xspace::NullVisitor {
  public:
   Importer(TraceSink& sink, TraceTables& tables, const char* input, Pass pass)
@@ -313,9 +332,8 @@ class Importer : public xspace::NullVisitor {
       a.duration_ps.push_back(e.duration_ps);
       return;
     }
-    const __int128 start_ps = static_cast<__int128>(line.timestamp_ns) * 1000 + e.offset_ps;
     int64_t start, end;
-    if (!FloorNanos(start_ps, &start) || !FloorNanos(start_ps + e.duration_ps, &end)) {
+    if (!EventNanos(line.timestamp_ns, e.offset_ps, e.duration_ps, &start, &end)) {
       TraceFormatError error = TraceFormatError::AtByte(
           e.byte_offset, "event time out of range: line timestamp_ns + offset_ps (+ duration_ps) "
                          "overflows int64 nanoseconds");
