@@ -202,26 +202,11 @@ py::dict OpenEventFile(py::object source, bool strict, int threads) {
 py::dict Scan(py::object source, bool strict) {
   tfevents::ScanOptions options;
   options.strict = strict;
-  if (!py::isinstance<py::bytes>(source) && PyObject_CheckBuffer(source.ptr())) {
-    // bytearray, memoryview, ...: a copy, which no other thread can change during the scan.
-    PyObject* copy = PyBytes_FromObject(source.ptr());
-    if (copy == nullptr) throw py::error_already_set();
-    source = py::reinterpret_steal<py::object>(copy);
-  }
+  const ScanInput in = InputOf(std::move(source));  // keeps the views' bytes alive
   EventFileScan scan;
-  std::shared_ptr<MappedFile> file;  // keeps a mapped file's views alive until converted
-  if (py::isinstance<py::bytes>(source)) {
-    // Immutable, and kept alive by `source`: read in place.
-    char* data = nullptr;
-    Py_ssize_t size = 0;
-    if (PyBytes_AsStringAndSize(source.ptr(), &data, &size) != 0) throw py::error_already_set();
+  {
     py::gil_scoped_release release;
-    scan = tfevents::ScanEventFile(std::string_view(data, static_cast<size_t>(size)), options);
-  } else {
-    const std::string path = py::str(py::module_::import("os").attr("fspath")(source));
-    py::gil_scoped_release release;
-    file = MappedFile::Open(path);
-    scan = tfevents::ScanEventFile(std::string_view(file->data(), file->size()), options);
+    scan = tfevents::ScanEventFile(in.data, options);
   }
   return ToPython(scan);
 }
