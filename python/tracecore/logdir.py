@@ -114,28 +114,23 @@ class _Members:
                         labels={n: (v, _LABEL_TYPES[n]) for n, v in self.labels.items()})
 
 
-def _run_of(path: str, root: str | None) -> str:
-    if root is None:
-        return "."
+def _run_of(path: str, root: str) -> str:
+    """An event file's run: its directory relative to the log directory ``root``, as text
+    (what :func:`~.tfevents.open_found` gives its RunMetadata, for a file that failed)."""
     run = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(root))
     return display_path(run.replace(os.sep, "/"))
 
 
-def _add_event_file(members: _Members, path: str, root: str | None, threads: int) -> int:
-    """The RunMetadata of one event file; returns how many it holds (empty ones included)."""
-    run = _run_of(path, root)
-    try:
-        found, scan = open_found(path, True, threads, root)
-    except Exception as e:  # noqa: BLE001 - one bad file must not abort the others
-        members.add(path, None, e, None, run, None, run=run, source="event_file")
-        return 0
+def _add_found(members: _Members, path: str, found: list[EventTrace], scan: dict[str, Any]) -> None:
+    """The RunMetadata of one event file that opened (the empty ones left out), its scan's
+    warnings raised as Python warnings (shown at the caller of tracecore.open)."""
     for what in scan["warnings"]:
         warnings.warn(f"{display_path(path)}: byte offset {what[0]}: {what[1]}", stacklevel=4)
     for t in found:
         if t.trace is not None:
+            run = display_path(t.run)
             members.add(path, t.trace, None, t.trace.stats["bytes"], run, t.step, run=run,
                         tag=t.tag, wall_time=t.wall_time, source=t.source)
-    return len(found)
 
 
 def open_event_file_set(path: str, *, threads: int = 0) -> TraceSet:
@@ -146,13 +141,8 @@ def open_event_file_set(path: str, *, threads: int = 0) -> TraceSet:
             what it holds instead and how to record a trace).
     """
     found, scan = open_found(path, True, threads, None)
-    for what in scan["warnings"]:
-        warnings.warn(f"{display_path(path)}: byte offset {what[0]}: {what[1]}", stacklevel=3)
     members = _Members()
-    for t in found:
-        if t.trace is not None:
-            members.add(path, t.trace, None, t.trace.stats["bytes"], ".", t.step, run=".",
-                        tag=t.tag, wall_time=t.wall_time, source=t.source)
+    _add_found(members, path, found, scan)
     if not members.paths:
         held = (f"only empty RunMetadata ({len(found)})" if found
                 else describe_content(scan["content"]))
@@ -173,21 +163,25 @@ def open_log_directory(
             what the event files hold and how to record a trace).
     """
     members = _Members()
-    found = sum(_add_event_file(members, f, root, threads) for f in event_files)
+    n_found = 0  # RunMetadata of the event files, empty ones included
+    totals: dict[str, Any] = {}  # what the event files hold, for the error without any
+    for path in event_files:
+        try:
+            found, scan = open_found(path, True, threads, root)
+        except Exception as e:  # noqa: BLE001 - one bad file must not abort the others
+            run = _run_of(path, root)
+            members.add(path, None, e, None, run, None, run=run, source="event_file")
+            continue
+        _add_found(members, path, found, scan)
+        n_found += len(found)
+        add_content(totals, scan["content"])
     loaded = load_files([p.path for p in profiles], threads=threads, strict=False,
                         format=format, cache=cache)
     for p, (trace, error, size) in zip(profiles, loaded, strict=True):
         host, run = display_path(p.host), display_path(p.run)
         members.add(p.path, trace, error, size, host, run, run=run, host=host, source="xplane")
     if not members.paths:
-        totals: dict[str, Any] = {}
-        for f in event_files:
-            try:
-                content = _core.tfevents_scan(f, strict=False)["content"]
-            except _core.TraceFormatError:
-                continue
-            add_content(totals, content)
-        held = (f"only empty RunMetadata ({found})" if found else describe_content(totals))
+        held = (f"only empty RunMetadata ({n_found})" if n_found else describe_content(totals))
         raise _core.TraceFormatError(
             f"{display_path(root)}: no profile ({len(profiles)}) and no RunMetadata in its "
             f"{len(event_files)} event files, which hold {held}. {HOW_TO_RECORD}")
