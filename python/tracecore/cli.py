@@ -300,14 +300,6 @@ def _info_set(ts: TraceSet, path: str) -> int:
     return 0
 
 
-def _span(events: pa.Table) -> int:
-    """From the first start to the last end (an end before its start counts as the start)."""
-    if events.num_rows == 0:
-        return 0
-    start = to_numpy(events["start_ns"])
-    return int(np.maximum(to_numpy(events["end_ns"]), start).max()) - int(start.min())
-
-
 def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
     """``top`` of a log directory or an event file: each trace's rows as ``top`` of it alone
     ranks them (an XSpace's device streams, else its host threads: not the lines that repeat
@@ -320,12 +312,7 @@ def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
         if t.kind == "XSpace":
             _, lines = xspace_top_lines(t)
             part = xspace_op_stats(t, by, lines)
-            chosen = np.zeros(t.devices.num_rows, dtype=bool)
-            chosen[lines] = True
-            events = t.table("events")
-            device = to_numpy(events["device_index"]).astype(np.int64)
-            mask = chosen[device] if len(device) else np.zeros(0, dtype=bool)
-            span += _span(events.filter(pa.array(mask, pa.bool_())))
+            span += _span(events_on_lines(t, lines))
             part = part.append_column("executor_ns", pa.array([0] * part.num_rows, pa.int64()))
             part = part.append_column("stream_ns", pa.array([0] * part.num_rows, pa.int64()))
         else:
@@ -438,17 +425,30 @@ def xspace_top_lines(trace: Trace) -> tuple[str, list[int]]:
     return "host threads", [i for i, d in enumerate(devices) if d["kind"] == "host_thread"]
 
 
-def xspace_op_stats(trace: Trace, by: str, rows: list[int]) -> pa.Table:
-    """``op_stats`` of the events on the devices ``rows`` only (XSpace lines): key (``op``
-    with ``(none)`` for a null op, ``node_name``, or ``device`` = plane and line name),
-    n_events, total_ns, mean_ns, max_ns, busy_ns (union of the key's intervals) and share
-    (busy / the span of those events). Sorted by total_ns descending, then key."""
+def events_on_lines(trace: Trace, rows: list[int]) -> pa.Table:
+    """The events of the devices rows ``rows`` (XSpace lines)."""
     events = trace.table("events")
     device_index = to_numpy(events["device_index"]).astype(np.int64)
     chosen = np.zeros(trace.devices.num_rows, dtype=bool)
     chosen[rows] = True
     mask = chosen[device_index] if len(device_index) else np.zeros(0, dtype=bool)
-    picked = events.filter(pa.array(mask))
+    return events.filter(pa.array(mask, pa.bool_()))
+
+
+def _span(events: pa.Table) -> int:
+    """From the first start to the last end (an end before its start counts as the start)."""
+    if events.num_rows == 0:
+        return 0
+    start = to_numpy(events["start_ns"])
+    return int(np.maximum(to_numpy(events["end_ns"]), start).max()) - int(start.min())
+
+
+def xspace_op_stats(trace: Trace, by: str, rows: list[int]) -> pa.Table:
+    """``op_stats`` of the events on the devices ``rows`` only (XSpace lines): key (``op``
+    with ``(none)`` for a null op, ``node_name``, or ``device`` = plane and line name),
+    n_events, total_ns, mean_ns, max_ns, busy_ns (union of the key's intervals) and share
+    (busy / the span of those events). Sorted by total_ns descending, then key."""
+    picked = events_on_lines(trace, rows)
     if by == "device":
         devices = trace.devices.select(["device", "line"]).to_pylist()
         names = [f"{d['device']} {d['line'] or ''}".rstrip() for d in devices]
@@ -463,9 +463,7 @@ def xspace_op_stats(trace: Trace, by: str, rows: list[int]) -> pa.Table:
     end = to_numpy(picked["end_ns"])
     group = np.array([position[k] for k in keys], dtype=np.int64)
     stats = group_stats(start, end, group, len(distinct))
-    span = 0
-    if picked.num_rows:
-        span = int(np.maximum(end, start).max()) - int(start.min())
+    span = _span(picked)
     busy = stats.busy_ns.astype(np.float64)
     n = stats.n_events.astype(np.float64)
     table = pa.table(
