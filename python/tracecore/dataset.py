@@ -83,26 +83,8 @@ def open_many(
     strict = check_flag(strict, "strict")
     align = check_align(align)
     files = resolve_paths(paths)
-    return open_files(
-        files, rank=rank, step=step, threads=threads, strict=strict, align=align, format=format
-    )
-
-
-def open_files(
-    files: list[str],
-    *,
-    rank: KeySpec = None,
-    step: KeySpec = None,
-    threads: int = 0,
-    strict: bool = False,
-    align: Any = "step_start",
-    format: str = "auto",
-    cache: bool = False,
-) -> TraceSet:
-    """:func:`open_many` of ``files`` (paths as :func:`~.keying.resolve_paths` gives them;
-    ``threads`` and ``align`` checked), each opened with ``cache``."""
     ranks, rank_type, steps, step_type = file_keys(files, rank, step)
-    results = load_files(files, threads=threads, strict=strict, format=format, cache=cache)
+    results = load_files(files, threads=threads, strict=strict, format=format, cache=False)
     return TraceSet(
         files,
         [r[0] for r in results],
