@@ -189,27 +189,6 @@ def test_generated_xspaces(dump_tool, tmp_path_factory, data):
     assert_same(run_dump(dump_tool, [path])[str(path)], encoded)
 
 
-def mutate(rng: random.Random, data: bytes) -> bytes:
-    b = bytearray(data)
-    for _ in range(rng.randint(1, 4)):
-        op = rng.randrange(5)
-        if not b:
-            break
-        i = rng.randrange(len(b))
-        if op == 0:
-            b[i] ^= 1 << rng.randrange(8)
-        elif op == 1:
-            b[i] = rng.choice([0x00, 0x7F, 0x80, 0xFF, 0x0A, 0x12, 0x22, 0x08, 0x10])
-        elif op == 2:
-            del b[i:]
-        elif op == 3:
-            j = rng.randrange(len(b))
-            b[i:i] = b[j:j + rng.randint(1, 16)]
-        else:
-            del b[i:i + rng.randint(1, 8)]
-    return bytes(b)
-
-
 def test_mutated_inputs_fail_exactly_when_protobuf_fails(dump_tool, tmp_path):
     rng = random.Random(20261125)
     seeds = [p.read_bytes() for p in SAMPLES]
@@ -221,7 +200,7 @@ def test_mutated_inputs_fail_exactly_when_protobuf_fails(dump_tool, tmp_path):
     seeds.append(small.SerializeToString())
     paths, inputs = [], {}
     for n in range(400):
-        data = mutate(rng, rng.choice(seeds))
+        data = xs.mutate(rng, rng.choice(seeds))
         path = tmp_path / f"m{n}.pb"
         path.write_bytes(data)
         paths.append(path)

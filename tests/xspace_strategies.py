@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import random
 import struct
 
 import hypothesis.strategies as st
@@ -429,3 +430,29 @@ def wire_encodings(draw, msg) -> bytes:
 
 
 __all__ = ["memory_stats", "planes", "stat_messages", "wire_encodings", "xspace_messages"]
+
+
+# ------------------------------------------------------------------------------------------
+# Mutations
+# ------------------------------------------------------------------------------------------
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    """1 to 4 random edits of ``data``: a bit flipped, a byte set to a value that means
+    something on the wire, the tail cut, bytes spliced in from elsewhere, bytes deleted."""
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(5)
+        if not b:
+            break
+        i = rng.randrange(len(b))
+        if op == 0:
+            b[i] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            b[i] = rng.choice([0x00, 0x7F, 0x80, 0xFF, 0x0A, 0x12, 0x22, 0x08, 0x10])
+        elif op == 2:
+            del b[i:]
+        elif op == 3:
+            j = rng.randrange(len(b))
+            b[i:i] = b[j:j + rng.randint(1, 16)]
+        else:
+            del b[i:i + rng.randint(1, 8)]
+    return bytes(b)
