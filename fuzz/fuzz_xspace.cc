@@ -217,7 +217,7 @@ void EventStatsPass(const uint8_t* data, size_t size) {
   std::shared_ptr<tracecore::TraceTables> stats;
   try {
     stats = std::const_pointer_cast<tracecore::TraceTables>(
-        tracecore::OpenXSpaceEventStats(*file, tables->events.size()));
+        tracecore::OpenEventStats(*file, tracecore::TraceKind::kXSpace, tables->events.size()));
   } catch (const tracecore::TraceFormatError& e) {
     Finding(std::string("the event_stats pass failed on an input the open read: ") + e.what());
   } catch (const std::exception& e) {

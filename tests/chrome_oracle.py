@@ -11,18 +11,20 @@ Rules (what the importer must do the same way):
   without ``tid`` is on its process's track ``(pid, None)``). ``device`` is the process name
   (``M`` ``process_name``), else ``str(pid)``; ``line`` is the thread name (``M``
   ``thread_name``), else ``str(tid)`` (``""`` for a process track). The last name given wins.
-  ``kind``: ``"gpu_stream"`` when the process name says GPU (``GPU 0``, ``/device:GPU:0``,
-  ``...device:GPU:0 Compute``) or the thread name is ``stream N``; ``"tpu"`` when it says
-  TPU; ``"annotation"`` for Kineto's string pids (``Spans``, ``Traces``, ``""``);
+  Names are taken from string ``args.name`` values only. Tracks are made by the events read
+  (X, B, E, i, I, C, s, t, f), in order of first use; metadata and other phases make none.
+  ``kind``: ``"stream"`` when the process name says GPU (``GPU 0``, ``/device:GPU:0``,
+  ``...device:GPU:0 Compute``) or TPU, or the thread name is ``stream N``;
+  ``"annotation"`` for Kineto's string pids (``Spans``, ``Traces``, ``""``);
   ``"host_thread"`` otherwise.
-* Events: ``X`` events (``dur`` missing: 0); ``B``/``E`` pairs on one track, each ``E``
-  closing the most recent open ``B`` (its args merged over the ``B``'s); an ``E`` with no open
-  ``B`` and a ``B`` never closed are counted in ``unmatched_end`` / ``unmatched_begin``;
-  instants (``i``, ``I``) as zero-length events, except Kineto's ``[memory]`` instants, which
-  are alloc records only.
+* Events, in file order: ``X`` events (``dur`` missing: 0); ``B``/``E`` pairs on one track
+  (the event at the ``B``'s place), each ``E`` closing the most recent open ``B`` (its args
+  after the ``B``'s); an ``E`` with no open ``B`` and a ``B`` never closed (no event) are
+  counted in ``unmatched_end`` / ``unmatched_begin``; instants (``i``, ``I``) as zero-length
+  events, Kineto's ``[memory]`` instants too (and alloc records).
 * ``op``: timeline.py writes ``args: {"name": node_name, "op": op_type}``: then ``op`` is
   ``args.op`` and ``node_name`` is ``args.name``; otherwise (Kineto, XProf, JAX) both are the
-  event's ``name`` and ``cat`` is its own column.
+  event's ``name``. ``timeline_label`` is the event's ``name``; ``cat`` is its own column.
 * Counters (``C``): one sample per ``args`` entry: (track of the pid, name, series = the args
   key, ts_ns, value).
 * Flows (``s``, ``t``, ``f``; Kineto's ``ac2g`` and ``fwdbwd``): the points in file order;
@@ -31,8 +33,9 @@ Rules (what the importer must do the same way):
   negative frees), ``addr`` = ``Addr``, allocator = ``cpu`` / ``cuda:<Device Id>`` from
   ``Device Type`` (0 CPU, 1 CUDA; other types ``type<T>:<id>``), ``total_allocated`` /
   ``total_reserved`` from ``Total Allocated`` / ``Total Reserved``. timeline.py memory
-  counters (``C`` named ``Memory``: each args key an allocator, the value bytes in use) are
-  alloc records too, with ``bytes`` the change from the allocator's previous value.
+  counters (``C`` of ``cat`` ``Memory``: each args key an allocator, the value bytes in use)
+  are alloc records too (event id -1), with ``bytes`` the change from the allocator's
+  previous value.
 * ``kind`` is ``"Kineto"`` when the top level has ``schemaVersion``, ``deviceProperties`` or
   ``distributedInfo``, else ``"ChromeTrace"``.
 """
@@ -80,6 +83,7 @@ class Event:
     op: str
     node_name: str
     args: dict[str, Any]
+    arg_list: list[tuple[str, Any]] = field(default_factory=list)  # B's, then E's
 
 
 @dataclass
@@ -111,6 +115,7 @@ class AllocRecord:
     addr: int | None
     total_allocated: int | None
     total_reserved: int | None
+    event_id: int = -1
 
 
 @dataclass
@@ -171,9 +176,9 @@ _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 
 def _kind(pid: Id, process: str | None, thread: str | None) -> str:
     if (process and _GPU.search(process)) or (thread and _STREAM.search(thread)):
-        return "gpu_stream"
+        return "stream"
     if process and _TPU.search(process):
-        return "tpu"
+        return "stream"
     if isinstance(pid, str):
         return "annotation"
     return "host_thread"
@@ -206,14 +211,14 @@ def read(data: bytes) -> ChromeOracle:
 
     process_names: dict[Id, str] = {}
     thread_names: dict[TrackKey, str] = {}
-    seen: list[TrackKey] = []
+    seen: dict[TrackKey, None] = {}
     open_begins: dict[TrackKey, list[Event]] = defaultdict(list)
+    slots: list[Event | None] = []
     memory_totals: dict[str, int] = {}
 
     def track_of(e: dict[str, Any]) -> TrackKey:
         key = (e.get("pid"), e.get("tid"))
-        if key not in seen:
-            seen.append(key)
+        seen.setdefault(key, None)
         return key
 
     for e in events:
@@ -225,52 +230,62 @@ def read(data: bytes) -> ChromeOracle:
         name = e.get("name", "")
         args = e.get("args") or {}
         if ph == "M":
-            if name == "process_name":
-                process_names[e.get("pid")] = str(args.get("name", ""))
-            elif name == "thread_name":
-                thread_names[(e.get("pid"), e.get("tid"))] = str(args.get("name", ""))
+            value = args.get("name")
+            if name == "process_name" and isinstance(value, str):
+                process_names[e.get("pid")] = value
+            elif name == "thread_name" and isinstance(value, str):
+                thread_names[(e.get("pid"), e.get("tid"))] = value
+            continue
+        if ph not in ("X", "B", "E", "i", "I", "C", "s", "t", "f"):
+            o.other_phases[ph] = o.other_phases.get(ph, 0) + 1
             continue
         key = track_of(e)
-        if ph in ("X", "B", "i", "I") and not (ph in "iI" and name == "[memory]"):
+        if ph in ("X", "B", "i", "I"):
             start = to_ns(e.get("ts", 0))
             end = start + to_ns(e.get("dur", 0)) if ph == "X" else start
             timeline = isinstance(args.get("op"), str) and isinstance(args.get("name"), str)
             ev = Event(key, ph, name, e.get("cat"), start, end,
                        args["op"] if timeline else name, args["name"] if timeline else name,
-                       dict(args))
+                       dict(args), list(args.items()))
+            slots.append(ev)
             if ph == "B":
                 open_begins[key].append(ev)
-            else:
-                o.events.append(ev)
+            if ph in ("i", "I") and name == "[memory]":  # Kineto
+                o.alloc_records.append(AllocRecord(
+                    key, start, _allocator(args), int(args.get("Bytes", 0)), args.get("Addr"),
+                    args.get("Total Allocated"), args.get("Total Reserved"), len(slots) - 1))
         elif ph == "E":
             if open_begins[key]:
                 ev = open_begins[key].pop()
                 ev.end_ns = to_ns(e.get("ts", 0))
                 ev.args.update(args)
-                o.events.append(ev)
+                ev.arg_list.extend(args.items())
             else:
                 o.unmatched_end += 1
-        elif ph in ("i", "I"):  # Kineto [memory]
-            allocator = _allocator(args)
-            o.alloc_records.append(AllocRecord(
-                key, to_ns(e["ts"]), allocator, int(args.get("Bytes", 0)), args.get("Addr"),
-                args.get("Total Allocated"), args.get("Total Reserved")))
         elif ph == "C":
             ts = to_ns(e.get("ts", 0))
             for series, value in args.items():
                 o.counters.append(CounterSample(key, name, series, ts, value))
-                if name == "Memory" and isinstance(value, (int, Decimal)):
+                if (e.get("cat") == "Memory" and isinstance(value, int)
+                        and not isinstance(value, bool)):
                     total = int(value)
                     delta = total - memory_totals.get(series, 0)
                     memory_totals[series] = total
-                    o.alloc_records.append(AllocRecord(key, ts, series, delta, None, total, None))
-        elif ph in ("s", "t", "f"):
+                    o.alloc_records.append(
+                        AllocRecord(key, ts, series, delta, None, total, None, -1))
+        else:  # s, t, f
             o.flows.append(FlowPoint(ph, e.get("cat"), e.get("id"), e.get("name"), key,
                                      to_ns(e.get("ts", 0)), e.get("bp")))
-        else:
-            o.other_phases[ph] = o.other_phases.get(ph, 0) + 1
-    for stack in open_begins.values():
-        o.unmatched_begin += len(stack)
+    unclosed = {id(ev) for stack in open_begins.values() for ev in stack}
+    o.unmatched_begin = len(unclosed)
+    final: dict[int, int] = {}
+    for i, ev in enumerate(slots):
+        if id(ev) not in unclosed:
+            final[i] = len(o.events)
+            o.events.append(ev)
+    for r in o.alloc_records:
+        if r.event_id >= 0:
+            r.event_id = final[r.event_id]
     for key in seen:
         pid, tid = key
         process = process_names.get(pid)

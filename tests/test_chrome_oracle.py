@@ -145,7 +145,7 @@ def test_decoder_times_give_the_oracle_events(path: Path) -> None:
     events, _, _ = core.chrome_json_events(_bytes(path))
     built = []
     for e in events:
-        if e.get("ph") == "X" or (e.get("ph") in ("i", "I") and e.get("name") != "[memory]"):
+        if e.get("ph") in ("X", "i", "I"):
             start = e.get("ts_ns", 0)
             end = start + e.get("dur_ns", 0) if e["ph"] == "X" else start
             built.append(((e.get("pid"), e.get("tid")), e["ph"], e.get("name", ""), start, end))
@@ -171,8 +171,9 @@ def test_begin_end_pairs_nest_and_unmatched_ones_are_counted() -> None:
         {"ph": "B", "pid": 1, "tid": 1, "ts": 5, "name": "never closed"},
     ]))
     assert [(e.name, e.start_ns, e.end_ns) for e in o.events] == [
-        ("inner", 2000, 3000), ("outer", 1000, 4000)]
-    assert o.events[1].args == {"a": 1, "b": 2}
+        ("outer", 1000, 4000), ("inner", 2000, 3000)]
+    assert o.events[0].args == {"a": 1, "b": 2}
+    assert o.events[0].arg_list == [("a", 1), ("b", 2)]
     assert (o.unmatched_begin, o.unmatched_end) == (2, 1)
 
 
@@ -183,13 +184,15 @@ def test_timeline_py_document() -> None:
         {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Allocators"}},
         {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 10, "dur": 5,
          "args": {"name": "dense/MatMul", "op": "MatMul"}},
-        {"ph": "C", "name": "Memory", "pid": 2, "ts": 10, "args": {"GPU_0_bfc": 256}},
-        {"ph": "C", "name": "Memory", "pid": 2, "ts": 12, "args": {"GPU_0_bfc": 128}},
+        {"ph": "C", "cat": "Memory", "name": "GPU_0_bfc", "pid": 2, "tid": 0, "ts": 10,
+         "args": {"GPU_0_bfc": 256}},
+        {"ph": "C", "cat": "Memory", "name": "GPU_0_bfc", "pid": 2, "tid": 0, "ts": 12,
+         "args": {"GPU_0_bfc": 128}},
     ]).encode())
     assert o.kind == "ChromeTrace"
     (event,) = o.events
     assert (event.op, event.node_name, event.cat) == ("MatMul", "dense/MatMul", "Op")
-    assert o.tracks[(1, 0)].kind == "gpu_stream"
+    assert o.tracks[(1, 0)].kind == "stream"
     assert [(c.series, c.value) for c in o.counters] == [("GPU_0_bfc", 256), ("GPU_0_bfc", 128)]
     assert [(r.allocator, r.bytes, r.total_allocated) for r in o.alloc_records] == [
         ("GPU_0_bfc", 256, 256), ("GPU_0_bfc", -128, 128)]
@@ -214,10 +217,12 @@ def test_kineto_gpu_tracks_flows_and_memory() -> None:
                   "Addr": 7, "Device Type": 1, "Device Id": 0}},
     ], schemaVersion=1, deviceProperties=[]))
     assert o.kind == "Kineto"
-    assert o.tracks[(0, 7)].kind == "gpu_stream" and o.tracks[(0, 7)].line == "stream 7"
+    assert o.tracks[(0, 7)].kind == "stream" and o.tracks[(0, 7)].line == "stream 7"
     assert o.tracks[(9, 9)] == oracle.Track(9, 9, "9", "9", "host_thread")
     assert [(e.name, e.start_ns, e.end_ns) for e in o.events] == [
-        ("cudaLaunchKernel", 100000, 105500), ("sgemm", 104250, 106250)]
+        ("cudaLaunchKernel", 100000, 105500), ("sgemm", 104250, 106250),
+        ("[memory]", 99000, 99000), ("[memory]", 107000, 107000)]
+    assert [r.event_id for r in o.alloc_records] == [2, 3]
     ((src, dst),) = o.links()
     assert (src.track, dst.track, dst.bp) == ((9, 9), (0, 7), "e")
     assert [(r.allocator, r.bytes) for r in o.alloc_records] == [("cuda:0", 512), ("cuda:0", -512)]
@@ -259,5 +264,5 @@ def test_generated_kineto_trace(tmp_path: Path) -> None:
         totals = [(r.ts_ns, r.total_allocated) for r in o.alloc_records if r.allocator == allocator]
         assert series == totals, allocator
     kernels = [e for e in o.events if e.cat == "kernel"]
-    assert kernels and o.tracks[(0, 7)].kind == "gpu_stream"
+    assert kernels and o.tracks[(0, 7)].kind == "stream"
     assert sum(1 for a, _ in o.links() if a.cat == "ac2g") == len(kernels)

@@ -56,12 +56,13 @@ bool FileIdentity(const std::string& path, uint64_t* device, uint64_t* inode, ui
 }
 
 // The event_stats of a deferred XSpace: its file opened again (if unchanged) or its bytes.
-std::shared_ptr<const TraceTables> BuildEventStats(const PyTrace::Deferred& d, size_t events) {
+std::shared_ptr<const TraceTables> BuildEventStats(const PyTrace::Deferred& d, TraceKind kind,
+                                                   size_t events) {
   InflateLimits limits;
   limits.raise_hint = "decompress the file (gunzip) and open the result";
-  if (d.bytes != nullptr) return OpenXSpaceEventStats(*d.bytes, events, limits);
+  if (d.bytes != nullptr) return OpenEventStats(*d.bytes, kind, events, limits);
   const std::string changed =
-      "the XSpace's event_stats are read from its file when first asked for, and the file ";
+      std::string("the ") + TraceKindName(kind) + "'s event_stats are read from its file when first asked for, and the file ";
   uint64_t device, inode, size;
   int64_t mtime_ns;
   if (!FileIdentity(d.path, &device, &inode, &size, &mtime_ns)) {
@@ -72,7 +73,7 @@ std::shared_ptr<const TraceTables> BuildEventStats(const PyTrace::Deferred& d, s
                            "inode): open it again");
   }
   const std::shared_ptr<MappedFile> file = MappedFile::Open(d.path);
-  auto stats = OpenXSpaceEventStats(*file, events, limits);
+  auto stats = OpenEventStats(*file, kind, events, limits);
   if (file->ShrankSinceOpen()) {
     throw TraceFormatError(changed + "was truncated by another process while it was read");
   }
@@ -87,7 +88,7 @@ std::shared_ptr<const TraceTables> TablesHolding(const PyTrace& trace, const std
   py::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(d.mutex);
   if (d.event_stats == nullptr) {
-    d.event_stats = BuildEventStats(d, trace.tables->events.size());
+    d.event_stats = BuildEventStats(d, trace.tables->kind, trace.tables->events.size());
     d.bytes.reset();  // no longer needed
   }
   return d.event_stats;
@@ -129,7 +130,7 @@ PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format
   trace.tables = OpenTrace(*file, options, limits);
   trace.parse_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (trace.tables->kind == TraceKind::kXSpace) {
+  if (HasDeferredEventStats(trace.tables->kind)) {
     auto d = std::make_shared<PyTrace::Deferred>();
     if (path.empty()) {
       d->bytes = file;
@@ -161,6 +162,14 @@ py::dict Stats(const PyTrace& trace) {
   stats["aggregate_events"] = t.aggregate_events.size();
   stats["plane_stats"] = t.plane_stats.size();
   stats["distinct_strings"] = t.pool.size();
+  if (t.format == Encoding::kJson) {
+    stats["counters"] = t.counters.size();
+    stats["links"] = t.links.size();
+    stats["unmatched_begin"] = t.chrome.unmatched_begin;
+    stats["unmatched_end"] = t.chrome.unmatched_end;
+    stats["other_events"] = t.chrome.other_events;
+    stats["empty_objects"] = t.chrome.empty_objects;
+  }
   return stats;
 }
 
@@ -221,6 +230,15 @@ void RegisterTrace(py::module_& m) {
       .def_property_readonly("format", [](const PyTrace& t) { return std::string(EncodingName(t.tables->format)); })
       .def_property_readonly("num_events", [](const PyTrace& t) { return t.tables->events.size(); })
       .def("stats", &Stats)
+      .def_property_readonly("chrome_metadata",
+                             [](const PyTrace& t) {
+                               // (key, json::ValueKind, text) of each top-level entry
+                               py::list out;
+                               for (const ChromeMetadataEntry& m : t.tables->chrome.metadata) {
+                                 out.append(py::make_tuple(m.key, m.kind, m.text));
+                               }
+                               return out;
+                             })
       .def("export_table", &ExportNamedTable, py::arg("name"),
            "Exports table `name` as (arrow_schema, arrow_array) PyCapsules of a struct array.");
   m.attr("TABLE_NAMES") = TableNames();

@@ -340,7 +340,7 @@ def read_parquet_dir(
 
 
 #: Tables added after the first layout: an export written before them has no file for them.
-ADDED_TABLES = ("event_stats", "plane_stats", "aggregate_events")
+ADDED_TABLES = ("event_stats", "plane_stats", "aggregate_events", "counters", "links")
 
 
 def _with_current_columns(table: pa.Table, name: str) -> pa.Table:

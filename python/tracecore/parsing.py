@@ -14,7 +14,7 @@ from ._core import TraceFormatError
 from .progress import Progress
 from .traceinfo import SourceFile
 
-FORMATS = ("auto", "text", "binary", "xspace")
+FORMATS = ("auto", "text", "binary", "xspace", "json")
 _GZIP_MAGIC = b"\x1f\x8b"
 # How the core ends the message of an error in decompressed gzip data (open_trace.h).
 _IN_GZIP = " (in the decompressed gzip data)"

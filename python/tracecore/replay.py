@@ -123,7 +123,7 @@ class MemoryReplay:
 def _allocators(trace: Trace, source: str) -> list[str]:
     """The allocator names that ``source`` (records or tensors) of ``trace`` holds, sorted."""
     if source == "in_use":
-        table = trace.alloc_records if trace.kind == "XSpace" else trace.allocations
+        table = trace.alloc_records if _reports_in_use(trace) else trace.allocations
     else:
         table = trace.alloc_records if source == "records" else trace.tensors
     column = table["allocator"]
@@ -199,6 +199,12 @@ def _int64(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def _reports_in_use(trace: Trace) -> bool:
+    """Whether the trace's alloc_records report the allocator's level (XSpace, Chrome trace)
+    rather than its AllocatorMemoryUsed (StepStats)."""
+    return trace.kind in ("XSpace", "ChromeTrace", "Kineto")
+
+
 def replay_in_use(trace: Trace, allocator: str | None) -> tuple[pa.Table, pa.Table, pa.Table]:
     """``(timeline, peaks, live)`` of ``source="in_use"``: the level each allocator reported.
 
@@ -211,11 +217,14 @@ def replay_in_use(trace: Trace, allocator: str | None) -> tuple[pa.Table, pa.Tab
     matched); ``lifetime_peak_bytes`` is the largest ``peak_bytes_in_use`` of its records
     (null when none has one). These equal XProf's ``peakStats`` and ``peakBytesUsageLifetime``.
 
+    Chrome trace: Kineto's ``[memory]`` records report ``Total Allocated`` (``heap_allocated``;
+    ``stack_reserved`` is null), timeline.py's Memory counters their value; the rest as XSpace.
+
     StepStats: each AllocatorMemoryUsed reports ``allocator_bytes_in_use`` at its event's end;
     the peak is the largest (the last reaching it); nothing is matched to it (``live_tensors``
     0) and ``lifetime_peak_bytes`` is null.
     """
-    xspace = trace.kind == "XSpace"
+    xspace = _reports_in_use(trace)
     table = trace.alloc_records if xspace else trace.allocations
     names = np.asarray(table["allocator"].cast(pa.string()).to_numpy(zero_copy_only=False))
     if xspace:

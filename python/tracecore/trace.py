@@ -12,6 +12,7 @@ circle runs through here.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -45,6 +46,18 @@ class TableAttributes:
         return sorted(set(super().__dir__()) | set(_core.TABLE_NAMES))
 
 
+_JSON_KINDS = ("object", "array", "string", "number", "true", "false", "null")
+
+
+def chrome_metadata(entries: list[tuple[str, int, str]]) -> dict[str, Any]:
+    """The core's (key, json value kind, text) top-level entries of a Chrome trace as a dict
+    (a key given twice keeps its last value, as json.loads does)."""
+    out: dict[str, Any] = {}
+    for key, kind, text in entries:
+        out[key] = text if _JSON_KINDS[kind] == "string" else json.loads(text)
+    return out
+
+
 class Trace(TableAttributes):
     """A parsed trace. Every table is a :class:`pyarrow.Table` whose buffers are owned by the
     native core and stay valid for as long as any table (or slice of one) is alive, even after
@@ -75,6 +88,8 @@ class Trace(TableAttributes):
     ) -> Trace:
         """A Trace over a parsed native core."""
         stats = dict(core.stats())
+        if core.format == "json":
+            stats["metadata"] = chrome_metadata(core.chrome_metadata)
         info = TraceInfo(core.kind, core.format, int(core.num_events), stats, source, source_file)
         return cls(info, core=core)
 
@@ -328,13 +343,21 @@ class Trace(TableAttributes):
     # -- metadata --------------------------------------------------------------------------
     @property
     def kind(self) -> str:
-        """"StepStats", "RunMetadata" or "XSpace"."""
+        """"StepStats", "RunMetadata", "XSpace", "ChromeTrace" or "Kineto" (Chrome trace JSON
+        with Kineto's top-level keys)."""
         return self._info.kind
 
     @property
     def format(self) -> str:
-        """"text", "binary" (StepStats / RunMetadata) or "xspace"."""
+        """"text", "binary" (StepStats / RunMetadata), "xspace" or "json" (Chrome trace)."""
         return self._info.format
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """A Chrome trace's top-level keys other than ``traceEvents`` (Kineto's
+        ``schemaVersion``, ``deviceProperties``, ``distributedInfo``, ...) as JSON values;
+        empty for other formats."""
+        return dict(self._info.stats.get("metadata", {}))
 
     @property
     def source(self) -> str | None:

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "importers/chrome_json/chrome_importer.h"
 #include "importers/stepstats/stepstats_importer.h"
 #include "importers/xspace/xspace_importer.h"
 
@@ -43,6 +44,20 @@ Recognition RecogniseStepStatsBinary(std::string_view) { return Recognition::kMa
 // An XSpace, by its structure (see LooksLikeXSpace), never by the file's name.
 Recognition RecogniseXSpace(std::string_view input) {
   return LooksLikeXSpace(input) ? Recognition::kYes : Recognition::kNo;
+}
+
+// Chrome trace JSON by its top-level keys (LooksLikeChromeTrace); any other JSON object may
+// be one whose keys come later (the JSON reader then says what it lacks).
+Recognition RecogniseChromeJson(std::string_view input) {
+  if (LooksLikeChromeTrace(input)) return Recognition::kYes;
+  size_t i = 0;
+  if (input.substr(0, 3) == "\xef\xbb\xbf") i = 3;
+  while (i < input.size() && IsTextWhitespace(input[i])) ++i;
+  return i < input.size() && input[i] == '{' ? Recognition::kMaybe : Recognition::kNo;
+}
+
+std::shared_ptr<TraceTables> ReadChromeJsonFile(const MappedFile& file, int) {
+  return ReadChromeTrace(file);
 }
 
 std::shared_ptr<TraceTables> ReadXSpaceFile(const MappedFile& file, int) { return ReadXSpace(file); }
@@ -143,6 +158,7 @@ TraceFormatError Truncated() {
 
 const std::vector<FormatEntry>& Formats() {
   static const std::vector<FormatEntry> formats = {
+      {Format::kChromeJson, "json", &RecogniseChromeJson, &ReadChromeJsonFile},
       {Format::kStepStatsText, "text", &RecogniseStepStatsText, &ReadStepStatsText},
       {Format::kXSpace, "xspace", &RecogniseXSpace, &ReadXSpaceFile},
       {Format::kStepStatsBinary, "binary", &RecogniseStepStatsBinary, &ReadStepStatsBinary},
@@ -196,13 +212,15 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
       if (file.ShrankSinceOpen()) throw;
       if (!detected) {
         // A StepStats reading of an XSpace named by the caller: say what the file is.
-        if (format != Format::kXSpace && std::string(e.what()).find("'xspace'") == std::string::npos &&
+        if (format != Format::kXSpace && format != Format::kChromeJson && std::string(e.what()).find("'xspace'") == std::string::npos &&
             LooksLikeXSpace(std::string_view(file.data(), file.size()))) {
           throw e.Appended(" (the file looks like an XSpace: format 'xspace' or 'auto' reads it)");
         }
         throw;
       }
-      if (format == Format::kXSpace) {
+      if (format == Format::kChromeJson) {
+        throw;  // JSON: no other format starts with '{' or reads as Chrome trace JSON
+      } else if (format == Format::kXSpace) {
         // Recognised by the start of its first plane, which a StepStats or RunMetadata with
         // unknown fields there can have too: such a dump is read as one. Otherwise it is a bad
         // XSpace, and its error stands.

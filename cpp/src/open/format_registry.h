@@ -22,6 +22,7 @@ enum class Format : uint8_t {
   kStepStatsText,    // "text": StepStats / RunMetadata, protobuf text format
   kStepStatsBinary,  // "binary": StepStats / RunMetadata, protobuf wire format
   kXSpace,           // "xspace": a TensorFlow 2 / JAX profile (XSpace, protobuf wire format)
+  kChromeJson,       // "json": Chrome trace event JSON (timeline.py, XProf, JAX, Kineto)
 };
 
 // How sure a recogniser is that bytes are in its format.
@@ -50,7 +51,7 @@ struct OpenOptions {
 // is certainly no trace (an image, an archive, a Parquet file, ...).
 Format DetectFormat(std::string_view input);
 
-// The name of a format ("text", "binary", "xspace").
+// The name of a format ("text", "binary", "xspace", "json").
 const char* FormatName(Format format);
 
 // Parses a whole input. Throws TraceFormatError for bad input, std::invalid_argument for bad

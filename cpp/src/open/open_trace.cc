@@ -1,9 +1,11 @@
 #include "open/open_trace.h"
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "core/error.h"
+#include "importers/chrome_json/chrome_importer.h"
 #include "importers/xspace/xspace_importer.h"
 
 namespace tracecore {
@@ -49,10 +51,16 @@ std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions
   return ReadDecompressed(file, limits, [&](const MappedFile& f) { return ParseTrace(f, options); });
 }
 
-std::shared_ptr<TraceTables> OpenXSpaceEventStats(const MappedFile& file, size_t expected_events,
-                                                  const InflateLimits& limits) {
+bool HasDeferredEventStats(TraceKind kind) {
+  return kind == TraceKind::kXSpace || kind == TraceKind::kChromeTrace || kind == TraceKind::kKineto;
+}
+
+std::shared_ptr<TraceTables> OpenEventStats(const MappedFile& file, TraceKind kind,
+                                            size_t expected_events, const InflateLimits& limits) {
+  if (!HasDeferredEventStats(kind)) throw std::logic_error("OpenEventStats: no deferred event_stats");
   return ReadDecompressed(file, limits, [&](const MappedFile& f) {
-    return ReadXSpaceEventStats(f, expected_events);
+    return kind == TraceKind::kXSpace ? ReadXSpaceEventStats(f, expected_events)
+                                      : ReadChromeEventStats(f, expected_events);
   });
 }
 

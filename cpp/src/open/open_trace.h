@@ -24,9 +24,14 @@ bool IsGzip(const MappedFile& file);
 std::shared_ptr<TraceTables> OpenTrace(const MappedFile& file, const OpenOptions& options,
                                        const InflateLimits& limits = {});
 
-// The event_stats table of an XSpace `file` that OpenTrace read (with `expected_events`
-// events), decompressing it again when it is gzip (see ReadXSpaceEventStats).
-std::shared_ptr<TraceTables> OpenXSpaceEventStats(const MappedFile& file, size_t expected_events,
-                                                  const InflateLimits& limits = {});
+// Whether traces of `kind` build their event_stats on first use, not in the open (XSpace,
+// Chrome trace).
+bool HasDeferredEventStats(TraceKind kind);
+
+// The event_stats table of a `file` of `kind` that OpenTrace read (with `expected_events`
+// events), decompressing it again when it is gzip (see ReadXSpaceEventStats,
+// ReadChromeEventStats).
+std::shared_ptr<TraceTables> OpenEventStats(const MappedFile& file, TraceKind kind,
+                                            size_t expected_events, const InflateLimits& limits = {});
 
 }  // namespace tracecore

@@ -138,6 +138,17 @@ void TraceSink::AddTimedEvent(int32_t device_index, uint32_t node_name, uint32_t
   PushFlag(e.step_id_valid, step_id != nullptr);
 }
 
+void TraceSink::AddChromeEvent(int32_t device_index, uint32_t node_name, uint32_t label,
+                               uint32_t op, uint32_t cat, int64_t start_ns, int64_t end_ns,
+                               uint32_t thread_id) {
+  PushEventRow(device_index, node_name, op, label, start_ns, end_ns, start_ns, end_ns, 0, false,
+               thread_id, 0, 0);
+  EventTable& e = t_.events;
+  const bool has_cat = cat != StringPool::kInvalidUtf8;
+  e.cat.push_back(has_cat ? cat : StringPool::kEmptyId);
+  PushFlag(e.cat_valid, has_cat);
+}
+
 void TraceSink::EndXLine(int32_t device_index, uint32_t plane_name, uint32_t line_name,
                          int64_t line_id, size_t first_event) {
   EndDevice(device_index, plane_name, first_event, t_.thread_names.size());

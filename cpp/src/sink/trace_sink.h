@@ -197,6 +197,10 @@ class TraceSink {
   // nullptr for none.
   void AddTimedEvent(int32_t device_index, uint32_t node_name, uint32_t label, uint32_t op,
                      int64_t start_ns, int64_t end_ns, uint32_t thread_id, const int64_t* step_id);
+  // A Chrome trace event: label is its name, op_start/op_end are start/end, `cat`:
+  // kInvalidUtf8 for none (the cat column is filled only for Chrome traces).
+  void AddChromeEvent(int32_t device_index, uint32_t node_name, uint32_t label, uint32_t op,
+                      uint32_t cat, int64_t start_ns, int64_t end_ns, uint32_t thread_id);
   // Ends an XSpace line's device block: its device is the plane's name, its kind from the
   // plane and line names (ClassifyXLine).
   void EndXLine(int32_t device_index, uint32_t plane_name, uint32_t line_name, int64_t line_id,

@@ -42,7 +42,8 @@
         "One row per allocator change: a StepStats AllocationRecord, an XSpace "                \
         "MemoryAllocation/MemoryDeallocation event (integer columns take an int64 stat, or a "  \
         "uint64 up to 2^63-1; string columns a str, ref or compressed stat; a stat is looked "  \
-        "up by name, the event's own first, then its metadata's), a Kineto [memory] instant.")                       \
+        "up by name, the event's own first, then its metadata's), a Kineto [memory] instant, " \
+        "a sample of a timeline.py Memory counter.")                                             \
   TABLE(cost_graph, CostGraphTable, name, "One row per node of a RunMetadata's cost graph.")     \
   TABLE(graph_nodes, GraphNodeTable, graph_index,                                                \
         "One row per NodeDef of the GraphDefs a RunMetadata holds.")                             \
@@ -52,12 +53,18 @@
         "One row per MemoryStats.persistent_tensor_alloc_ids entry.")                            \
   TABLE(event_stats, EventStatTable, event_id,                                                   \
         "XSpace: one row per stat of each timed event, its own in wire order, then those of "   \
-        "its event metadata whose metadata id it does not hold (`inherited`). Built from the "  \
-        "source on first use, not by the open.")                                                 \
+        "its event metadata whose metadata id it does not hold (`inherited`). Chrome trace: "   \
+        "one row per `args` entry of each event (a B/E pair: the B's, then the E's). Built "    \
+        "from the source on first use, not by the open.")                                        \
   TABLE(plane_stats, PlaneStatTable, plane_index, "XSpace: one row per stat of a plane.")        \
   TABLE(aggregate_events, AggregateEventTable, device_index,                                     \
         "XSpace: one row per aggregate XEvent (`num_occurrences` set: a count and a total "     \
-        "duration, no point in time, so not a row of `events`).")
+        "duration, no point in time, so not a row of `events`).")                               \
+  TABLE(counters, CounterTable, device_index,                                                    \
+        "Chrome trace: one row per series of each counter (`C`) event: an `args` entry.")      \
+  TABLE(links, LinkTable, from_device_index,                                                     \
+        "Chrome trace: one row per step of a flow (`s`, `t`, `f` events of one `cat` and `id`, " \
+        "such as Kineto's `ac2g` CPU-to-GPU links): from one point of the chain to the next.")
 
 #define TRACECORE_COLUMNS_devices(COLUMN, NULLABLE, OPTIONAL)                                    \
   COLUMN(device_index, Int32, DeviceRef, "Position of the block: 0, 1, ... in file order.")      \
@@ -81,7 +88,8 @@
   COLUMN(node_name, DictString, StringId,                                                        \
          "The node (op instance) name; XSpace: the event metadata's name.")                      \
   NULLABLE(op, DictString, StringId,                                                             \
-           "The op type: Op of a label \"name = Op(...)\" (after a leading \"[...] \" prefix), " \
+           "Chrome trace: timeline.py's args.op, else the event's name. "                       \
+           "StepStats: the op type: Op of a label \"name = Op(...)\" (after a leading \"[...] \" prefix), " \
            "else what follows the last ':' of the node name; null when neither gives one. "     \
            "XSpace: hlo_category, else hlo_op without its \".<n>\", else the OpType of a "      \
            "TensorFlow \"scope/name:OpType\".")                                                  \
@@ -99,6 +107,7 @@
   COLUMN(temp_memory_size, Int64, Plain, "MemoryStats.temp_memory_size (0 when absent).")        \
   COLUMN(persistent_memory_size, Int64, Plain,                                                   \
          "MemoryStats.persistent_memory_size (0 when absent).")                                  \
+  OPTIONAL(cat, DictString, StringId, "Chrome trace: the event's `cat`; null elsewhere.")       \
   OPTIONAL(step_id, Int64, Plain,                                                                \
            "XSpace: the step, the first of the stats group_id, step_num, iter_num the event "   \
            "has (its own, then its metadata's); null when none. (Not `step`: a TraceSet's "     \
@@ -131,27 +140,33 @@
   COLUMN(allocator_bytes_in_use, Int64, Plain, "AllocatorMemoryUsed.allocator_bytes_in_use.")
 
 #define TRACECORE_COLUMNS_alloc_records(COLUMN, NULLABLE, OPTIONAL)                              \
-  COLUMN(event_id, Int64, EventRef, "The event it belongs to.")                                  \
+  COLUMN(event_id, Int64, EventRef,                                                              \
+         "The event it belongs to; -1 for a timeline.py Memory counter (no event).")             \
   COLUMN(allocator, DictString, StringId, "The allocator.")                                      \
   COLUMN(time_ns, Int64, Plain, "When, ns (alloc_micros x 1000 for StepStats).")                 \
   COLUMN(bytes, Int64, Plain,                                                                   \
          "Bytes allocated (positive) or freed (negative); XSpace: allocation_bytes, negative "  \
          "for a MemoryDeallocation (0 without it).")                                             \
-  OPTIONAL(is_allocation, Bool, Plain, "XSpace: a MemoryAllocation (else a MemoryDeallocation).") \
-  OPTIONAL(heap_allocated, Int64, Plain, "XSpace: the allocator's bytes_allocated after it.")   \
+  OPTIONAL(is_allocation, Bool, Plain,                                                           \
+           "XSpace: a MemoryAllocation (else a MemoryDeallocation); Chrome trace: bytes > 0.")  \
+  OPTIONAL(heap_allocated, Int64, Plain,                                                         \
+           "XSpace: the allocator's bytes_allocated after it; Kineto: Total Allocated; "        \
+           "timeline.py: the Memory counter's value.")                                           \
   OPTIONAL(stack_reserved, Int64, Plain, "XSpace: bytes_reserved.")                              \
   OPTIONAL(free, Int64, Plain, "XSpace: bytes_available.")                                       \
   OPTIONAL(fragmentation, Float64, Plain, "XSpace: fragmentation.")                              \
   OPTIONAL(peak_bytes_in_use, Int64, Plain, "XSpace: peak_bytes_in_use (the allocator's so far).") \
   OPTIONAL(requested_bytes, Int64, Plain, "XSpace: requested_bytes.")                            \
   OPTIONAL(allocation_bytes, Int64, Plain, "XSpace: allocation_bytes.")                          \
-  OPTIONAL(address, UInt64, Plain, "XSpace: addr (an int64 value as its two's complement).")    \
+  OPTIONAL(address, UInt64, Plain,                                                               \
+           "XSpace: addr; Kineto: Addr (an int64 value as its two's complement).")              \
   OPTIONAL(tf_op, DictString, StringId, "XSpace: tf_op, the op that asked.")                     \
   OPTIONAL(shape, ListInt64, Plain,                                                              \
            "XSpace: shape parsed from \"[d0,d1,...]\"; null when not of that form.")            \
   OPTIONAL(dtype, DictString, StringId, "XSpace: data_type as a DataType name (DT_FLOAT, ...).") \
   OPTIONAL(region, DictString, StringId, "XSpace: region_type (output, temp, ...).")             \
-  OPTIONAL(step_id, Int64, Plain, "XSpace: group_id.")
+  OPTIONAL(step_id, Int64, Plain, "XSpace: group_id.")                                          \
+  OPTIONAL(reserved, Int64, Plain, "Kineto: Total Reserved (the caching allocator's pool).")
 
 #define TRACECORE_COLUMNS_cost_graph(COLUMN, NULLABLE, OPTIONAL)                                 \
   COLUMN(name, DictString, StringId, "CostGraphDef.Node.name.")                                  \
@@ -220,3 +235,27 @@
   NULLABLE(op, DictString, StringId, "The op, by the rules of events.op.")                       \
   COLUMN(num_occurrences, Int64, Plain, "XEvent.num_occurrences.")                               \
   COLUMN(duration_ps, Int64, Plain, "XEvent.duration_ps: the occurrences' total, ps.")
+
+#define TRACECORE_COLUMNS_counters(COLUMN, NULLABLE, OPTIONAL)                                   \
+  COLUMN(device_index, Int32, DeviceRef, "The event's track (devices.device_index).")            \
+  COLUMN(device, DictString, StringId, "The track's process name.")                              \
+  COLUMN(name, DictString, StringId, "The counter event's name.")                                \
+  COLUMN(series, DictString, StringId, "The `args` key.")                                        \
+  COLUMN(time_ns, Int64, Plain, "ts, ns.")                                                       \
+  NULLABLE(value, Float64, Plain, "The value as a double; null when not a number.")              \
+  NULLABLE(int_value, Int64, Plain, "The value when an integer within int64 (exact).")
+
+#define TRACECORE_COLUMNS_links(COLUMN, NULLABLE, OPTIONAL)                                      \
+  COLUMN(from_device_index, Int32, DeviceRef, "The track of the step's first point.")            \
+  COLUMN(to_device_index, Int32, DeviceRef, "The track of the step's second point.")             \
+  COLUMN(cat, DictString, StringId, "The flow's `cat` (\"\" when absent).")                      \
+  COLUMN(flow_id, DictString, StringId, "The flow's `id` (or id2) as text.")                     \
+  COLUMN(name, DictString, StringId, "The first point's `name` (\"\" when absent).")             \
+  COLUMN(from_ns, Int64, Plain, "ts of the first point, ns.")                                    \
+  COLUMN(to_ns, Int64, Plain, "ts of the second point, ns.")                                     \
+  COLUMN(to_phase, DictString, StringId, "`t` (a step) or `f` (the flow's end).")                \
+  NULLABLE(from_event_id, Int64, Plain,                                                          \
+           "The innermost event of the first point's track that holds its ts (events.event_id).") \
+  NULLABLE(to_event_id, Int64, Plain,                                                            \
+           "The second point's event: with `bp` \"e\", the innermost that holds its ts; "       \
+           "otherwise the first to start at or after it.")

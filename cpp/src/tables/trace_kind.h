@@ -10,10 +10,13 @@ enum class TraceKind : uint8_t {
   kStepStats,
   kRunMetadata,
   kXSpace,
+  kChromeTrace,  // Chrome trace event JSON
+  kKineto,       // Chrome trace JSON that PyTorch's profiler (Kineto) wrote
 };
 
 // kText, kBinary: StepStats / RunMetadata in protobuf text or wire format; kXSpace: an XSpace.
-enum class Encoding : uint8_t { kText, kBinary, kXSpace };
+// kJson: Chrome trace event JSON.
+enum class Encoding : uint8_t { kText, kBinary, kXSpace, kJson };
 
 // "StepStats", "RunMetadata", "XSpace" ("" for kUnknown): the names Python shows as Trace.kind.
 inline const char* TraceKindName(TraceKind kind) {
@@ -22,6 +25,8 @@ inline const char* TraceKindName(TraceKind kind) {
     case TraceKind::kStepStats: return "StepStats";
     case TraceKind::kRunMetadata: return "RunMetadata";
     case TraceKind::kXSpace: return "XSpace";
+    case TraceKind::kChromeTrace: return "ChromeTrace";
+    case TraceKind::kKineto: return "Kineto";
   }
   return "";
 }
@@ -32,6 +37,7 @@ inline const char* EncodingName(Encoding encoding) {
     case Encoding::kText: return "text";
     case Encoding::kBinary: return "binary";
     case Encoding::kXSpace: return "xspace";
+    case Encoding::kJson: return "json";
   }
   return "binary";
 }

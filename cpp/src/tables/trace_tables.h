@@ -31,6 +31,7 @@ enum class DeviceKind : uint8_t {
   kXlaAsyncOps,  // "Async XLA Ops"
   kSteps,        // "Steps"
   kDerived,      // the other lines XProf derives: framework ops, name scopes, source code
+  kAnnotation,   // a Chrome trace track of a string pid (Kineto's Spans, Traces)
 };
 
 inline const char* DeviceKindName(DeviceKind kind) {
@@ -46,6 +47,7 @@ inline const char* DeviceKindName(DeviceKind kind) {
     case DeviceKind::kXlaAsyncOps: return "xla_async_ops";
     case DeviceKind::kSteps: return "steps";
     case DeviceKind::kDerived: return "derived";
+    case DeviceKind::kAnnotation: return "annotation";
   }
   return "other";
 }
@@ -74,6 +76,24 @@ struct GraphKey {
     return pos < o.pos;
   }
   bool operator==(const GraphKey& o) const { return fg == o.fg && slot == o.slot && pos == o.pos; }
+};
+
+// A top-level key of a Chrome trace other than traceEvents, with its value: a string decoded,
+// a number or literal as written, an object or array as its JSON text.
+struct ChromeMetadataEntry {
+  std::string key;
+  uint8_t kind = 0;  // json::ValueKind
+  std::string text;
+};
+
+// What a Chrome trace held beyond its tables.
+struct ChromeCounts {
+  uint64_t unmatched_begin = 0;  // B events no E closed
+  uint64_t unmatched_end = 0;    // E events with no open B on their track
+  uint64_t other_events = 0;     // events of phases tracecore does not read (async, samples, ...)
+  uint64_t empty_objects = 0;    // `{}` elements skipped
+  bool bare_array = false;       // the document is an array of events, not an object
+  std::vector<ChromeMetadataEntry> metadata;
 };
 
 struct TraceTables {
@@ -109,6 +129,7 @@ struct TraceTables {
   int32_t graph_count = 0;  // GraphDefs seen (graph_index values), including empty ones
   std::vector<GraphKey> graph_keys;  // per provisional graph_index, until TraceSink::Finish
   int threads_used = 1;
+  ChromeCounts chrome;  // Chrome traces only
 
  private:
   template <class Self, class F>

@@ -1,0 +1,724 @@
+#include "importers/chrome_json/chrome_importer.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "importers/chrome_json/chrome_detect.h"
+#include "importers/chrome_json/chrome_trace_decoder.h"
+#include "sink/trace_sink.h"
+
+namespace tracecore {
+namespace {
+
+using chrome_json::Arg;
+using chrome_json::ChromeEvent;
+using chrome_json::IdField;
+using json::Value;
+using json::ValueKind;
+
+// A pid, tid or flow id: absent, an integer, or a string (its pool id).
+struct IdKey {
+  uint8_t kind = 0;  // IdField::Kind
+  int64_t value = 0;
+  bool operator==(const IdKey& o) const { return kind == o.kind && value == o.value; }
+  bool operator<(const IdKey& o) const { return kind != o.kind ? kind < o.kind : value < o.value; }
+};
+
+struct TrackKey {
+  IdKey pid, tid;
+  bool operator==(const TrackKey& o) const { return pid == o.pid && tid == o.tid; }
+};
+
+inline uint64_t Mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+struct IdKeyHash {
+  size_t operator()(const IdKey& k) const { return Mix(static_cast<uint64_t>(k.value) * 4 + k.kind); }
+};
+struct TrackKeyHash {
+  size_t operator()(const TrackKey& k) const {
+    return Mix(IdKeyHash()(k.pid) * 31 + IdKeyHash()(k.tid));
+  }
+};
+
+// One point of a flow, kept until the parse ends.
+struct FlowPoint {
+  int64_t ts_ns;
+  IdKey id;
+  uint32_t cat;
+  uint32_t name;
+  int32_t device;
+  char phase;  // 's', 't' or 'f'
+  bool bind_enclosing;  // bp "e"
+};
+
+// What the importer builds: the open builds every table but the events' args, which a second
+// pass builds on demand (they can take more memory than the events themselves).
+enum class Pass { kTables, kEventStats };
+
+bool ContainsGpu(const std::string& s) {
+  // "gpu" at the start or after a non-letter, followed by the end, a non-letter (":0", " 0",
+  // "/"...).
+  for (size_t at = s.find("gpu"); at != std::string::npos; at = s.find("gpu", at + 1)) {
+    const bool start = at == 0 || !((s[at - 1] >= 'a' && s[at - 1] <= 'z') || (s[at - 1] >= '0' && s[at - 1] <= '9'));
+    if (!start) continue;
+    const size_t next = at + 3;
+    if (next == s.size()) return at == 0;
+    const char c = s[next];
+    if (at == 0 && !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return true;
+    if ((c == ':' || c == ' ') && next + 1 < s.size() && s[next + 1] >= '0' && s[next + 1] <= '9') return true;
+  }
+  return s.find("/device:gpu") != std::string::npos;
+}
+
+bool ContainsTpu(const std::string& s) {
+  for (size_t at = s.find("tpu"); at != std::string::npos; at = s.find("tpu", at + 1)) {
+    const bool start = at == 0 || !((s[at - 1] >= 'a' && s[at - 1] <= 'z') || (s[at - 1] >= '0' && s[at - 1] <= '9') || s[at - 1] == '_');
+    const size_t next = at + 3;
+    const bool end = next == s.size() || !((s[next] >= 'a' && s[next] <= 'z') || (s[next] >= '0' && s[next] <= '9') || s[next] == '_');
+    if (start && end) return true;
+    if (start && next < s.size() && s[next] == ':' ) return true;
+  }
+  return false;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// "stream 7", "Stream #7", "stream7" at the start of a thread name.
+bool IsStreamThread(const std::string& lower) {
+  if (lower.compare(0, 6, "stream") != 0) return false;
+  size_t i = 6;
+  while (i < lower.size() && (lower[i] == ' ' || lower[i] == '\t' || lower[i] == '\n' ||
+                              lower[i] == '\r' || lower[i] == '\f' || lower[i] == '\v')) {
+    ++i;
+  }
+  if (i < lower.size() && lower[i] == '#') ++i;
+  return i < lower.size() && lower[i] >= '0' && lower[i] <= '9';
+}
+
+DeviceKind ClassifyTrack(bool string_pid, std::string_view process, bool has_process,
+                         std::string_view thread, bool has_thread) {
+  const std::string p = has_process ? Lower(process) : std::string();
+  if ((has_process && ContainsGpu(p)) || (has_thread && IsStreamThread(Lower(thread)))) {
+    return DeviceKind::kStream;
+  }
+  if (has_process && ContainsTpu(p)) return DeviceKind::kStream;
+  if (string_pid) return DeviceKind::kAnnotation;
+  return DeviceKind::kHostThread;
+}
+
+template <class C, class T>
+void PushNullable(C& column, Column<uint8_t>& valid, bool present, T value) {
+  column.push_back(present ? value : T{});
+  valid.push_back(present ? 1 : 0);
+}
+
+// Keeps the rows of a column whose keep[row] is set.
+template <class T, class A>
+void KeepRows(std::vector<T, A>& column, const std::vector<uint8_t>& keep) {
+  if (column.empty()) return;
+  size_t out = 0;
+  for (size_t i = 0; i < column.size(); ++i) {
+    if (keep[i]) column[out++] = column[i];
+  }
+  column.resize(out);
+}
+inline void KeepRows(StringColumn& column, const std::vector<uint8_t>& keep) {
+  StringColumn kept;
+  for (size_t i = 0; i < column.size(); ++i) {
+    if (keep[i]) {
+      kept.Append(std::string_view(column.data.data() + column.offsets[i],
+                                   static_cast<size_t>(column.offsets[i + 1] - column.offsets[i])));
+    }
+  }
+  column = std::move(kept);
+}
+template <class Column>
+void KeepRows(Column&, const std::vector<uint8_t>&) {
+  throw std::logic_error("KeepRows: a list column in a table rows are dropped from");
+}
+
+template <class Table>
+void KeepTableRows(Table& table, const std::vector<uint8_t>& keep) {
+  table.ForEachColumn([&keep](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
+    KeepRows(column, keep);
+    if (valid != nullptr) KeepRows(*valid, keep);
+  });
+}
+
+class Importer : public chrome_json::ChromeEventVisitor {
+ public:
+  Importer(TraceSink& sink, TraceTables& tables, const char* input, Pass pass)
+      : sink_(sink), t_(tables), input_(input), pass_(pass) {
+    for (int k = 0; k < kValueKinds; ++k) kind_ids_[k] = sink_.Intern(kKindNames[k]);
+  }
+
+  void OnTopLevel(std::string_view key, const Value& value) override {
+    if (key == "schemaVersion" || key == "deviceProperties" || key == "distributedInfo") kineto_ = true;
+    if (pass_ != Pass::kTables) return;
+    ChromeMetadataEntry entry;
+    entry.key.assign(key.data(), key.size());
+    entry.kind = static_cast<uint8_t>(value.kind);
+    entry.text.assign(value.text.data(), value.text.size());
+    t_.chrome.metadata.push_back(std::move(entry));
+  }
+
+  void OnEvent(const ChromeEvent& e) override {
+    sink_.Consumed(input_ + e.offset);
+    // A phase is one letter: a longer ph is of no phase tracecore reads.
+    switch (e.ph.size() == 1 ? e.phase : 0) {
+      case 'X': Complete(e, e.dur_ns); break;
+      case 'B': Begin(e); break;
+      case 'E': End(e); break;
+      case 'i':
+      case 'I': Instant(e); break;
+      case 'C': Counter(e); break;
+      case 's':
+      case 't':
+      case 'f': Flow(e); break;
+      case 'M': Metadata(e); break;
+      default: ++t_.chrome.other_events; break;
+    }
+  }
+
+  // Drops the rows of B events never closed, renumbering events.
+  void Finish() {
+    size_t unclosed = 0;
+    for (auto& stack : open_) unclosed += stack.size();
+    t_.chrome.unmatched_begin = unclosed;
+    if (unclosed != 0) {
+      std::vector<uint8_t> keep(static_cast<size_t>(next_event_), 1);
+      for (auto& stack : open_) {
+        for (const int64_t id : stack) keep[static_cast<size_t>(id)] = 0;
+      }
+      std::vector<int64_t> remap(keep.size(), -1);
+      int64_t n = 0;
+      for (size_t i = 0; i < keep.size(); ++i) {
+        if (keep[i]) remap[i] = n++;
+      }
+      if (pass_ == Pass::kTables) {
+        KeepTableRows(t_.events, keep);
+        for (int64_t& id : t_.alloc_records.event_id) {
+          if (id >= 0) id = remap[static_cast<size_t>(id)];
+        }
+      } else {
+        std::vector<uint8_t> keep_stats(t_.event_stats.size());
+        for (size_t i = 0; i < keep_stats.size(); ++i) {
+          keep_stats[i] = keep[static_cast<size_t>(t_.event_stats.event_id[i])];
+        }
+        KeepTableRows(t_.event_stats, keep_stats);
+        for (int64_t& id : t_.event_stats.event_id) id = remap[static_cast<size_t>(id)];
+      }
+      next_event_ = n;
+    }
+    if (pass_ != Pass::kTables) return;
+    t_.kind = kineto_ ? TraceKind::kKineto : TraceKind::kChromeTrace;
+    FinishDevices();
+    BuildLinks();
+  }
+
+  int64_t events() const { return next_event_; }
+
+ private:
+  static constexpr int kValueKinds = 7;
+  static constexpr const char* kKindNames[kValueKinds] = {"object", "list", "str", "double",
+                                                          "bool", "null", "int64"};
+  enum KindIndex { kObjectKind, kListKind, kStrKind, kDoubleKind, kBoolKind, kNullKind, kIntKind };
+
+  IdKey KeyOf(const IdField& f) {
+    IdKey k;
+    k.kind = static_cast<uint8_t>(f.kind);
+    if (f.kind == IdField::Kind::kInt) {
+      k.value = f.number;
+    } else if (f.kind == IdField::Kind::kString) {
+      k.value = sink_.InternRepeated(f.text);
+    }
+    return k;
+  }
+
+  // The device row of an event's (pid, tid) track, made at its first use.
+  int32_t TrackOf(const ChromeEvent& e) {
+    TrackKey key{KeyOf(e.pid), KeyOf(e.tid)};
+    if (last_track_ >= 0 && key == last_key_) return last_track_;
+    auto it = tracks_.find(key);
+    int32_t index;
+    if (it != tracks_.end()) {
+      index = it->second;
+    } else {
+      index = static_cast<int32_t>(keys_.size());
+      tracks_.emplace(key, index);
+      keys_.push_back(key);
+      open_.emplace_back();
+      if (pass_ == Pass::kTables) {
+        sink_.BeginDevice();
+      }
+    }
+    last_key_ = key;
+    last_track_ = index;
+    return index;
+  }
+
+  uint32_t ThreadIdOf(const IdField& tid) const {
+    return tid.kind == IdField::Kind::kInt && tid.number >= 0 && tid.number <= int64_t{UINT32_MAX}
+               ? static_cast<uint32_t>(tid.number)
+               : 0;
+  }
+
+  // timeline.py: args {"name": node name, "op": op type}, both strings.
+  bool TimelineNames(const ChromeEvent& e, std::string_view* node, std::string_view* op) const {
+    bool has_node = false, has_op = false;
+    for (size_t i = 0; i < e.num_args; ++i) {
+      const Arg& a = e.args[i];
+      if (a.value.kind != ValueKind::kString) continue;
+      if (a.key == "name") {
+        *node = a.value.text;
+        has_node = true;
+      } else if (a.key == "op") {
+        *op = a.value.text;
+        has_op = true;
+      }
+    }
+    return has_node && has_op;
+  }
+
+  TraceFormatError ErrorAt(const ChromeEvent& e, const std::string& what) const {
+    uint64_t line, column;
+    json::LineColumn(input_, input_ + e.offset, &line, &column);
+    TraceFormatError error = TraceFormatError::AtText(line, column, what);
+    error.bad_value = true;
+    return error;
+  }
+
+  // Adds an event row (pass 1) or its args (pass 2); returns its provisional id.
+  int64_t AddEvent(const ChromeEvent& e, int32_t device, int64_t end_ns) {
+    const int64_t id = next_event_++;
+    if (pass_ == Pass::kEventStats) {
+      AddArgs(e, id);
+      return id;
+    }
+    std::string_view node = e.name, op = e.name;
+    const bool timeline = e.num_args >= 2 && TimelineNames(e, &node, &op);
+    const uint32_t name_id = sink_.InternNodeName(e.name);
+    const uint32_t node_id = timeline ? sink_.InternNodeName(node) : name_id;
+    const uint32_t op_id = timeline ? sink_.InternRepeated(op) : name_id;
+    const uint32_t cat = e.has(ChromeEvent::kCat) ? sink_.InternRepeated(e.cat) : StringPool::kInvalidUtf8;
+    sink_.AddChromeEvent(device, node_id, name_id, op_id, cat, e.ts_ns, end_ns, ThreadIdOf(e.tid));
+    return id;
+  }
+
+  void Complete(const ChromeEvent& e, int64_t dur_ns) {
+    int64_t end;
+    if (__builtin_add_overflow(e.ts_ns, dur_ns, &end)) {
+      throw ErrorAt(e, "event time out of range: ts + dur overflows int64 nanoseconds");
+    }
+    AddEvent(e, TrackOf(e), end);
+  }
+
+  void Begin(const ChromeEvent& e) {
+    const int32_t device = TrackOf(e);
+    const int64_t id = AddEvent(e, device, e.ts_ns);
+    open_[static_cast<size_t>(device)].push_back(id);
+  }
+
+  void End(const ChromeEvent& e) {
+    const int32_t device = TrackOf(e);
+    std::vector<int64_t>& stack = open_[static_cast<size_t>(device)];
+    if (stack.empty()) {
+      ++t_.chrome.unmatched_end;
+      return;
+    }
+    const int64_t id = stack.back();
+    stack.pop_back();
+    if (pass_ == Pass::kEventStats) {
+      AddArgs(e, id);
+      return;
+    }
+    const auto row = static_cast<size_t>(id);
+    t_.events.end_ns[row] = e.ts_ns;
+    t_.events.op_end_ns[row] = e.ts_ns;
+  }
+
+  void Instant(const ChromeEvent& e) {
+    const int32_t device = TrackOf(e);
+    const int64_t id = AddEvent(e, device, e.ts_ns);
+    if (pass_ == Pass::kTables && e.name == "[memory]") MemoryRecord(e, device, id);
+  }
+
+  // An integer arg of a [memory] instant, or an error naming it.
+  bool IntArg(const ChromeEvent& e, std::string_view key, int64_t* v) const {
+    for (size_t i = 0; i < e.num_args; ++i) {
+      const Arg& a = e.args[i];
+      if (a.key != key) continue;
+      if (a.value.kind == ValueKind::kNull) return false;
+      if (a.value.kind != ValueKind::kNumber || !a.value.is_int) {
+        throw ErrorAt(e, "a [memory] event's \"" + std::string(key) +
+                             "\" is not an integer within int64 (expected a byte count or id)");
+      }
+      *v = a.value.int_value;
+      return true;
+    }
+    return false;
+  }
+
+  void MemoryRecord(const ChromeEvent& e, int32_t, int64_t event_id) {
+    int64_t bytes = 0, type = 0, device_id = -1, addr = 0, total = 0, reserved = 0;
+    IntArg(e, "Bytes", &bytes);
+    IntArg(e, "Device Type", &type);
+    IntArg(e, "Device Id", &device_id);
+    const bool has_addr = IntArg(e, "Addr", &addr);
+    const bool has_total = IntArg(e, "Total Allocated", &total);
+    const bool has_reserved = IntArg(e, "Total Reserved", &reserved);
+    std::string allocator = type == 0 ? "cpu" : type == 1 ? "cuda" : "type" + std::to_string(type);
+    if (device_id >= 0) allocator += ":" + std::to_string(device_id);
+    AddRecord(event_id, sink_.InternRepeated(allocator), e.ts_ns, bytes, has_total, total,
+              has_addr, static_cast<uint64_t>(addr), has_reserved, reserved);
+  }
+
+  void AddRecord(int64_t event_id, uint32_t allocator, int64_t time_ns, int64_t bytes,
+                 bool has_total, int64_t total, bool has_addr, uint64_t addr, bool has_reserved,
+                 int64_t reserved) {
+    AllocRecordTable& r = t_.alloc_records;
+    r.event_id.push_back(event_id);
+    r.allocator.push_back(allocator);
+    r.time_ns.push_back(time_ns);
+    r.bytes.push_back(bytes);
+    PushNullable(r.is_allocation, r.is_allocation_valid, true, static_cast<uint8_t>(bytes > 0 ? 1 : 0));
+    PushNullable(r.heap_allocated, r.heap_allocated_valid, has_total, total);
+    PushNullable(r.address, r.address_valid, has_addr, addr);
+    PushNullable(r.reserved, r.reserved_valid, has_reserved, reserved);
+  }
+
+  void Counter(const ChromeEvent& e) {
+    const int32_t device = TrackOf(e);
+    if (pass_ != Pass::kTables) return;
+    const uint32_t name = sink_.InternRepeated(e.name);
+    const bool memory = e.has(ChromeEvent::kCat) && e.cat == "Memory";
+    CounterTable& c = t_.counters;
+    for (size_t i = 0; i < e.num_args; ++i) {
+      const Arg& a = e.args[i];
+      const uint32_t series = sink_.InternRepeated(a.key);
+      c.device_index.push_back(device);
+      c.device.push_back(StringPool::kEmptyId);  // the process name, filled at the end
+      c.name.push_back(name);
+      c.series.push_back(series);
+      c.time_ns.push_back(e.ts_ns);
+      const bool number = a.value.kind == ValueKind::kNumber;
+      PushNullable(c.value, c.value_valid, number, number ? a.value.AsDouble() : 0.0);
+      const bool integer = number && a.value.is_int;
+      PushNullable(c.int_value, c.int_value_valid, integer, integer ? a.value.int_value : 0);
+      if (memory && integer) {
+        // timeline.py: the allocator's bytes in use; the record is the change.
+        if (series >= memory_totals_.size()) memory_totals_.resize(series + 1, 0);
+        int64_t delta;
+        if (__builtin_sub_overflow(a.value.int_value, memory_totals_[series], &delta)) {
+          throw ErrorAt(e, "a Memory counter's change overflows int64");
+        }
+        memory_totals_[series] = a.value.int_value;
+        AddRecord(-1, series, e.ts_ns, delta, true, a.value.int_value, false, 0, false, 0);
+      }
+    }
+  }
+
+  void Flow(const ChromeEvent& e) {
+    const int32_t device = TrackOf(e);
+    if (pass_ != Pass::kTables) return;
+    FlowPoint p;
+    p.ts_ns = e.ts_ns;
+    p.id = KeyOf(e.id);
+    p.cat = e.has(ChromeEvent::kCat) ? sink_.InternRepeated(e.cat) : StringPool::kEmptyId;
+    p.name = e.has(ChromeEvent::kName) ? sink_.InternRepeated(e.name) : StringPool::kEmptyId;
+    p.device = device;
+    p.phase = e.phase;
+    p.bind_enclosing = e.bp == "e";
+    flows_.push_back(p);
+  }
+
+  void Metadata(const ChromeEvent& e) {
+    if (pass_ != Pass::kTables) return;
+    const bool process = e.name == "process_name";
+    if (!process && e.name != "thread_name") return;
+    for (size_t i = 0; i < e.num_args; ++i) {
+      const Arg& a = e.args[i];
+      if (a.key != "name" || a.value.kind != ValueKind::kString) continue;
+      const uint32_t name = sink_.Intern(a.value.text);
+      if (process) {
+        process_names_[KeyOf(e.pid)] = name;
+      } else {
+        thread_names_[TrackKey{KeyOf(e.pid), KeyOf(e.tid)}] = name;
+      }
+    }
+  }
+
+  // event_stats rows of an event's args.
+  void AddArgs(const ChromeEvent& e, int64_t id) {
+    EventStatTable& st = t_.event_stats;
+    for (size_t i = 0; i < e.num_args; ++i) {
+      const Arg& a = e.args[i];
+      const Value& v = a.value;
+      st.event_id.push_back(id);
+      st.name.push_back(sink_.InternRepeated(a.key));
+      st.metadata_id.push_back(static_cast<int64_t>(i));
+      int kind = kNullKind;
+      bool has_int = false, has_double = false, has_str = false;
+      int64_t int_value = 0;
+      double double_value = 0;
+      uint32_t str = 0;
+      switch (v.kind) {
+        case ValueKind::kObject:
+        case ValueKind::kArray:
+          kind = v.kind == ValueKind::kObject ? kObjectKind : kListKind;
+          has_str = true;
+          str = sink_.Intern(v.text);
+          break;
+        case ValueKind::kString:
+          kind = kStrKind;
+          has_str = true;
+          str = sink_.InternRepeated(v.text);
+          break;
+        case ValueKind::kNumber:
+          if (v.is_int) {
+            kind = kIntKind;
+            has_int = true;
+            int_value = v.int_value;
+          } else {
+            kind = kDoubleKind;
+            has_double = true;
+            double_value = v.AsDouble();
+          }
+          break;
+        case ValueKind::kTrue:
+        case ValueKind::kFalse:
+          kind = kBoolKind;
+          has_int = true;
+          int_value = v.kind == ValueKind::kTrue ? 1 : 0;
+          break;
+        case ValueKind::kNull: break;
+      }
+      st.value_kind.push_back(kind_ids_[kind]);
+      PushNullable(st.int64_value, st.int64_value_valid, has_int, int_value);
+      PushNullable(st.uint64_value, st.uint64_value_valid, false, uint64_t{0});
+      PushNullable(st.double_value, st.double_value_valid, has_double, double_value);
+      PushNullable(st.str_value, st.str_value_valid, has_str, str);
+      st.bytes_value.Append(std::string_view());
+      st.bytes_value_valid.push_back(0);
+      st.inherited.push_back(0);
+    }
+  }
+
+  std::string IdText(const IdKey& k) const {
+    if (k.kind == static_cast<uint8_t>(IdField::Kind::kInt)) return std::to_string(k.value);
+    if (k.kind == static_cast<uint8_t>(IdField::Kind::kString)) {
+      return std::string(t_.pool.Get(static_cast<uint32_t>(k.value)));
+    }
+    return std::string();
+  }
+
+  void FinishDevices() {
+    DeviceTable& d = t_.devices;
+    std::vector<int64_t> counts(keys_.size(), 0);
+    for (const int32_t dev : t_.events.device_index) ++counts[static_cast<size_t>(dev)];
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      const TrackKey& k = keys_[i];
+      const auto p = process_names_.find(k.pid);
+      const auto th = thread_names_.find(k);
+      const bool has_process = p != process_names_.end();
+      const bool has_thread = th != thread_names_.end();
+      const uint32_t device = has_process ? p->second : sink_.Intern(IdText(k.pid));
+      const uint32_t line = has_thread ? th->second : sink_.Intern(IdText(k.tid));
+      d.device[i] = device;
+      d.line[i] = line;
+      d.line_valid[i] = 1;
+      const bool int_tid = k.tid.kind == static_cast<uint8_t>(IdField::Kind::kInt);
+      d.line_id[i] = int_tid ? k.tid.value : 0;
+      d.line_id_valid[i] = int_tid ? 1 : 0;
+      d.n_events[i] = counts[i];
+      d.kind_code[i] = static_cast<uint8_t>(ClassifyTrack(
+          k.pid.kind == static_cast<uint8_t>(IdField::Kind::kString),
+          has_process ? t_.pool.Get(device) : std::string_view(), has_process,
+          has_thread ? t_.pool.Get(line) : std::string_view(), has_thread));
+    }
+    EventTable& e = t_.events;
+    for (size_t i = 0; i < e.size(); ++i) e.device[i] = d.device[static_cast<size_t>(e.device_index[i])];
+    CounterTable& c = t_.counters;
+    for (size_t i = 0; i < c.size(); ++i) c.device[i] = d.device[static_cast<size_t>(c.device_index[i])];
+  }
+
+  // Events of each track by (start, end descending): the innermost event holding a time is
+  // the last one before it that ends at or after it.
+  struct EventOrder {
+    std::vector<uint32_t> rows;        // event rows, by track, start, end descending
+    std::vector<size_t> track_begin;   // per track: its first position in rows (+ the end)
+  };
+
+  EventOrder OrderEvents() const {
+    const EventTable& e = t_.events;
+    EventOrder o;
+    o.rows.resize(e.size());
+    std::iota(o.rows.begin(), o.rows.end(), 0u);
+    std::sort(o.rows.begin(), o.rows.end(), [&e](uint32_t a, uint32_t b) {
+      if (e.device_index[a] != e.device_index[b]) return e.device_index[a] < e.device_index[b];
+      if (e.start_ns[a] != e.start_ns[b]) return e.start_ns[a] < e.start_ns[b];
+      if (e.end_ns[a] != e.end_ns[b]) return e.end_ns[a] > e.end_ns[b];
+      return a < b;
+    });
+    o.track_begin.assign(keys_.size() + 1, 0);
+    for (const uint32_t r : o.rows) ++o.track_begin[static_cast<size_t>(e.device_index[r]) + 1];
+    for (size_t i = 1; i < o.track_begin.size(); ++i) o.track_begin[i] += o.track_begin[i - 1];
+    return o;
+  }
+
+  // The event a flow point binds to (-1 for none): with `enclosing`, the innermost event of its
+  // track holding ts (looked for among the 4096 events that start last before it); otherwise
+  // the first to start at or after ts.
+  int64_t Bind(const EventOrder& o, int32_t device, int64_t ts, bool enclosing) const {
+    const EventTable& e = t_.events;
+    const auto first = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[static_cast<size_t>(device)]);
+    const auto last = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[static_cast<size_t>(device) + 1]);
+    if (!enclosing) {
+      const auto it = std::lower_bound(first, last, ts, [&e](uint32_t r, int64_t t) { return e.start_ns[r] < t; });
+      return it == last ? -1 : static_cast<int64_t>(*it);
+    }
+    auto it = std::upper_bound(first, last, ts, [&e](int64_t t, uint32_t r) { return t < e.start_ns[r]; });
+    for (int steps = 0; it != first && steps < 4096; ++steps) {
+      --it;
+      if (e.end_ns[*it] >= ts) return static_cast<int64_t>(*it);
+    }
+    return -1;
+  }
+
+  void BuildLinks() {
+    if (flows_.empty()) return;
+    std::vector<uint32_t> order(flows_.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+      const FlowPoint& x = flows_[a];
+      const FlowPoint& y = flows_[b];
+      if (x.cat != y.cat) return x.cat < y.cat;
+      return x.id < y.id;
+    });
+    // (second point, first point) of each step, then in the file order of the second.
+    std::vector<std::pair<uint32_t, uint32_t>> steps;
+    size_t i = 0;
+    while (i < order.size()) {
+      size_t j = i;
+      const FlowPoint& head = flows_[order[i]];
+      int64_t open = -1;
+      while (j < order.size() && flows_[order[j]].cat == head.cat && flows_[order[j]].id == head.id) {
+        const uint32_t p = order[j];
+        const FlowPoint& fp = flows_[p];
+        if (fp.phase == 's') {
+          open = p;
+        } else if (open >= 0) {
+          steps.emplace_back(p, static_cast<uint32_t>(open));
+          open = fp.phase == 'f' ? -1 : static_cast<int64_t>(p);
+        }
+        ++j;
+      }
+      i = j;
+    }
+    std::sort(steps.begin(), steps.end());
+    const EventOrder o = OrderEvents();
+    const uint32_t t_phase = sink_.Intern("t"), f_phase = sink_.Intern("f");
+    LinkTable& l = t_.links;
+    for (const auto& [to, from] : steps) {
+      const FlowPoint& a = flows_[from];
+      const FlowPoint& b = flows_[to];
+      l.from_device_index.push_back(a.device);
+      l.to_device_index.push_back(b.device);
+      l.cat.push_back(a.cat);
+      l.flow_id.push_back(sink_.Intern(IdText(a.id)));
+      l.name.push_back(a.name);
+      l.from_ns.push_back(a.ts_ns);
+      l.to_ns.push_back(b.ts_ns);
+      l.to_phase.push_back(b.phase == 't' ? t_phase : f_phase);
+      const int64_t from_event = Bind(o, a.device, a.ts_ns, true);
+      const int64_t to_event = Bind(o, b.device, b.ts_ns, b.bind_enclosing);
+      PushNullable(l.from_event_id, l.from_event_id_valid, from_event >= 0, from_event);
+      PushNullable(l.to_event_id, l.to_event_id_valid, to_event >= 0, to_event);
+    }
+  }
+
+  TraceSink& sink_;
+  TraceTables& t_;
+  const char* input_;
+  Pass pass_;
+  bool kineto_ = false;
+  uint32_t kind_ids_[kValueKinds] = {};
+  int64_t next_event_ = 0;
+  std::unordered_map<TrackKey, int32_t, TrackKeyHash> tracks_;
+  std::vector<TrackKey> keys_;
+  std::vector<std::vector<int64_t>> open_;  // per track: the provisional ids of open B events
+  TrackKey last_key_;
+  int32_t last_track_ = -1;
+  std::unordered_map<IdKey, uint32_t, IdKeyHash> process_names_;
+  std::unordered_map<TrackKey, uint32_t, TrackKeyHash> thread_names_;
+  std::vector<int64_t> memory_totals_;  // timeline.py Memory counters: last value per series id
+  std::vector<FlowPoint> flows_;
+};
+
+std::shared_ptr<TraceTables> NewTables(const MappedFile& file) {
+  auto tables = std::make_shared<TraceTables>();
+  tables->format = Encoding::kJson;
+  tables->kind = TraceKind::kChromeTrace;
+  tables->input_bytes = file.size();
+  return tables;
+}
+
+}  // namespace
+
+bool LooksLikeChromeTrace(std::string_view input) { return chrome_json::LooksLikeChromeJson(input); }
+
+std::shared_ptr<TraceTables> ReadChromeTrace(const MappedFile& file) {
+  auto tables = NewTables(file);
+  TraceSink sink(*tables);
+  sink.SetKind(TraceKind::kChromeTrace);
+  sink.Reserve(file.data(), file.size(), true);
+  sink.SetReleaser(file.data(), file.ConsumedRelease());
+  Importer importer(sink, *tables, file.data(), Pass::kTables);
+  const chrome_json::DecodeSummary summary =
+      chrome_json::DecodeChromeTrace(file.data(), file.data() + file.size(), importer);
+  importer.Finish();
+  tables->chrome.bare_array = summary.bare_array;
+  tables->chrome.empty_objects = summary.empty_objects;
+  sink.Finish();
+  return tables;
+}
+
+std::shared_ptr<TraceTables> ReadChromeEventStats(const MappedFile& file, size_t expected_events) {
+  auto tables = NewTables(file);
+  TraceSink sink(*tables, false);
+  sink.SetReleaser(file.data(), file.ConsumedRelease());
+  Importer importer(sink, *tables, file.data(), Pass::kEventStats);
+  try {
+    chrome_json::DecodeChromeTrace(file.data(), file.data() + file.size(), importer);
+  } catch (const std::length_error&) {
+    throw TraceFormatError::AtByte(
+        0, "event_stats would hold more than 2 GiB in one column: too large for one Arrow column");
+  }
+  importer.Finish();
+  if (static_cast<size_t>(importer.events()) != expected_events) {
+    throw TraceFormatError::AtByte(
+        0, "the Chrome trace holds " + std::to_string(importer.events()) + " events now, not the " +
+               std::to_string(expected_events) + " it held when it was opened: it changed since");
+  }
+  return tables;
+}
+
+}  // namespace tracecore

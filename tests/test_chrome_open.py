@@ -1,0 +1,370 @@
+"""tracecore.open on Chrome trace JSON (issue 23): every table against the reference
+implementation (tests/chrome_oracle.py, on Python's json module), on the real samples and on
+small and hypothesis-generated documents."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import chrome_oracle as oracle
+import tracecore
+from tracecore import _core
+from tracecore._arrow import schema_from_capsule
+
+DATA = Path(__file__).parent / "data" / "chrome"
+SAMPLES = sorted(p for p in DATA.iterdir() if ".trace.json" in p.name)
+KINETO = DATA / "torch_mlp_sgd.pt.trace.json"
+
+
+def _open_bytes(tmp_path: Path, data: bytes, name: str = "t.json") -> tracecore.Trace:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return tracecore.open(path)
+
+
+def _id_text(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+def _value(v: Any) -> tuple[str, Any]:
+    """(value_kind, value) of an args value as event_stats holds it."""
+    if isinstance(v, bool):
+        return "bool", int(v)
+    if isinstance(v, int):
+        if -(2**63) <= v < 2**63:
+            return "int64", v
+        return "double", float(v)
+    if isinstance(v, Decimal):
+        return "double", float(v)
+    if isinstance(v, str):
+        return "str", v
+    if v is None:
+        return "null", None
+    return ("object" if isinstance(v, dict) else "list"), v
+
+
+def check_against_oracle(t: tracecore.Trace, data: bytes) -> oracle.ChromeOracle:
+    o = oracle.read(data)
+    assert t.kind == o.kind
+    assert t.format == "json"
+    # devices: one per track, in order of first use
+    devices = t.devices.to_pylist()
+    keys = list(o.tracks)
+    assert len(devices) == len(keys)
+    index = {}
+    for i, (key, d) in enumerate(zip(keys, devices, strict=True)):
+        tr = o.tracks[key]
+        assert d["device_index"] == i
+        assert (d["device"], d["line"], d["kind"]) == (tr.device, tr.line, tr.kind), key
+        assert d["line_id"] == (tr.tid if isinstance(tr.tid, int) else None)
+        index[key] = i
+    # events, row by row
+    rows = t.events.to_pylist()
+    assert len(rows) == len(o.events) == t.stats["events"]
+    for r, e in zip(rows, o.events, strict=True):
+        got = (r["device_index"], r["device"], r["node_name"], r["op"], r["timeline_label"],
+               r["cat"], r["start_ns"], r["end_ns"], r["op_start_ns"], r["op_end_ns"])
+        want = (index[e.track], o.tracks[e.track].device, e.node_name, e.op, e.name, e.cat,
+                e.start_ns, e.end_ns, e.start_ns, e.end_ns)
+        assert got == want
+        tid = e.track[1]
+        assert r["thread_id"] == (tid if isinstance(tid, int) and 0 <= tid < 2**32 else 0)
+    per_track = o.per_track()
+    for key, (n, total) in per_track.items():
+        d = devices[index[key]]
+        assert d["n_events"] == n
+        mine = [r for r in rows if r["device_index"] == index[key]]
+        assert sum(r["end_ns"] - r["start_ns"] for r in mine) == total
+    assert t.stats["unmatched_begin"] == o.unmatched_begin
+    assert t.stats["unmatched_end"] == o.unmatched_end
+    assert t.stats["other_events"] == sum(o.other_phases.values())
+    # event_stats: every args entry (a B/E pair: the B's, then the E's)
+    stats = t.event_stats.to_pylist()
+    want_stats = []
+    for i, e in enumerate(o.events):
+        for pos, (k, v) in enumerate(e.arg_list):
+            want_stats.append((i, k, pos, *_value(v)))
+    got_stats = []
+    for s in stats:
+        kind = s["value_kind"]
+        if kind in ("int64", "bool"):
+            v: Any = s["int64_value"]
+        elif kind == "double":
+            v = s["double_value"]
+        elif kind == "str":
+            v = s["str_value"]
+        elif kind in ("list", "object"):
+            v = json.loads(s["str_value"], parse_float=Decimal)
+        else:
+            v = None
+        got_stats.append((s["event_id"], s["name"], s["metadata_id"], kind, v))
+    assert sorted(got_stats, key=lambda x: (x[0], x[2])) == sorted(
+        want_stats, key=lambda x: (x[0], x[2]))
+    # counters
+    counters = t.counters.to_pylist()
+    assert len(counters) == len(o.counters)
+    for c, w in zip(counters, o.counters, strict=True):
+        assert (c["device_index"], c["name"], c["series"], c["time_ns"]) == (
+            index[w.track], w.name, w.series, w.ts_ns)
+        if isinstance(w.value, (int, Decimal)) and not isinstance(w.value, bool):
+            assert c["value"] == float(w.value)
+            exact = isinstance(w.value, int) and -(2**63) <= w.value < 2**63
+            assert c["int_value"] == (w.value if exact else None)
+        else:
+            assert c["value"] is None and c["int_value"] is None
+    # links
+    links = t.links.to_pylist()
+    want_links = o.links()
+    assert len(links) == len(want_links)
+    for lk, (a, b) in zip(links, want_links, strict=True):
+        assert (lk["from_device_index"], lk["to_device_index"], lk["cat"], lk["flow_id"],
+                lk["name"], lk["from_ns"], lk["to_ns"], lk["to_phase"]) == (
+            index[a.track], index[b.track], a.cat or "", _id_text(a.id), a.name or "",
+            a.ts_ns, b.ts_ns, b.ph)
+    # alloc_records
+    records = t.alloc_records.to_pylist()
+    assert len(records) == len(o.alloc_records)
+    for r, w in zip(records, o.alloc_records, strict=True):
+        assert (r["event_id"], r["allocator"], r["time_ns"], r["bytes"], r["heap_allocated"],
+                r["reserved"]) == (w.event_id, w.allocator, w.ts_ns, w.bytes, w.total_allocated,
+                                   w.total_reserved)
+        addr = None if w.addr is None else w.addr % 2**64
+        assert r["address"] == addr
+    assert t.metadata == o.metadata
+    return o
+
+
+def _bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_sample_tables_equal_the_oracle(path: Path) -> None:
+    t = tracecore.open(path)
+    o = check_against_oracle(t, _bytes(path))
+    assert len(o.events) > 0
+
+
+def test_kineto_sample_kind_memory_and_replay() -> None:
+    t = tracecore.open(KINETO)
+    assert (t.kind, t.format) == ("Kineto", "json")
+    assert t.metadata["schemaVersion"] == 1
+    o = oracle.read(KINETO.read_bytes())
+    assert t.stats["alloc_records"] == len(o.alloc_records) == 130
+    # The records replay reaches the file's own Total Allocated after every record.
+    r = t.replay(source="in_use")
+    timeline = r.timeline.to_pylist()
+    want = o.replay_in_use()
+    for allocator, series in want.items():
+        got = [(x["time_ns"], x["bytes_in_use"]) for x in timeline if x["allocator"] == allocator]
+        assert got == sorted(series, key=lambda p: p[0])
+    (peak,) = r.peaks.to_pylist()
+    assert peak["allocator"] == "cpu"
+    assert peak["peak_bytes"] == max(v for _, v in want["cpu"])
+    records = t.replay(source="records").peaks.to_pylist()
+    assert [p["allocator"] for p in records] == ["cpu"]
+
+
+def test_a_json_object_that_is_no_trace_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(tracecore.TraceFormatError, match=r"line 1, column 1: .*traceEvents"):
+        _open_bytes(tmp_path, b'{"displayTimeUnit": "ns", "foo": 1}')
+    with pytest.raises(tracecore.TraceFormatError, match=r"line 2, column"):
+        _open_bytes(tmp_path, b'{"traceEvents": [\n{"ph": "X", "ts": 1,, }]}')
+
+
+def test_time_overflow_is_located(tmp_path: Path) -> None:
+    doc = b'{"traceEvents": [\n {"ph": "X", "pid": 1, "tid": 1, "ts": 9223372036854775, "dur": 9}]}'
+    with pytest.raises(tracecore.TraceFormatError, match=r"line 2, column 2: .*overflows int64"):
+        _open_bytes(tmp_path, doc)
+
+
+def test_kineto_memory_values_must_be_integers(tmp_path: Path) -> None:
+    doc = json.dumps({"traceEvents": [
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1, "args": {"Bytes": "12"}},
+    ]}).encode()
+    with pytest.raises(tracecore.TraceFormatError, match=r'"Bytes" is not an integer'):
+        _open_bytes(tmp_path, doc)
+
+
+def test_unmatched_begin_is_no_event_and_ids_follow(tmp_path: Path) -> None:
+    doc = json.dumps({"traceEvents": [
+        {"ph": "B", "pid": 1, "tid": 1, "ts": 1, "name": "never closed", "args": {"x": 1}},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 1},
+        {"ph": "X", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "name": "a", "args": {"y": 2}},
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 3,
+         "args": {"Bytes": 8, "Total Allocated": 8}},
+    ]}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    assert t.events["node_name"].to_pylist() == ["a", "[memory]"]
+    assert t.event_stats["event_id"].to_pylist() == [0, 1, 1]
+    assert t.alloc_records["event_id"].to_pylist() == [1]
+    assert (t.stats["unmatched_begin"], t.stats["unmatched_end"]) == (1, 1)
+
+
+def test_timeline_py_trace(tmp_path: Path) -> None:
+    doc = json.dumps({"traceEvents": [
+        {"name": "process_name", "ph": "M", "pid": 1,
+         "args": {"name": "/job:localhost/replica:0/task:0/device:GPU:0 Compute"}},
+        {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Allocators"}},
+        {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 10, "dur": 5,
+         "args": {"name": "dense/MatMul", "op": "MatMul", "input0": "x"}},
+        {"ph": "C", "cat": "Memory", "name": "GPU_0_bfc", "pid": 2, "tid": 0, "ts": 10,
+         "args": {"GPU_0_bfc": 256}},
+        {"ph": "C", "cat": "Memory", "name": "GPU_0_bfc", "pid": 2, "tid": 0, "ts": 12,
+         "args": {"GPU_0_bfc": 128}},
+        {"ph": "s", "cat": "DataFlow", "id": 0, "pid": 1, "tid": 0, "ts": 11, "name": "t"},
+        {"ph": "t", "cat": "DataFlow", "id": 0, "pid": 1, "tid": 0, "ts": 12, "name": "t"},
+        {"ph": "f", "cat": "DataFlow", "id": 0, "pid": 1, "tid": 0, "ts": 14, "name": "t"},
+    ]}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    assert t.kind == "ChromeTrace"
+    assert t.events.to_pylist()[0]["op"] == "MatMul"
+    assert t.devices["kind"].to_pylist() == ["stream", "host_thread"]
+    assert t.alloc_records["bytes"].to_pylist() == [256, -128]
+    assert t.links["to_phase"].to_pylist() == ["t", "f"]
+    assert t.links["from_event_id"].to_pylist() == [0, 0]
+
+
+def test_kineto_flow_binds_launch_to_kernel(tmp_path: Path) -> None:
+    doc = json.dumps({"schemaVersion": 1, "traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9,
+         "ts": "100.000", "dur": "5.5"},
+        {"ph": "s", "id": 31, "pid": 9, "tid": 9, "ts": 100, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "X", "cat": "kernel", "name": "sgemm", "pid": 0, "tid": 7, "ts": 104.25, "dur": 2},
+        {"ph": "f", "id": 31, "pid": 0, "tid": 7, "ts": 104.25, "cat": "ac2g", "name": "ac2g",
+         "bp": "e"},
+    ]}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    (link,) = t.links.to_pylist()
+    assert (link["from_event_id"], link["to_event_id"]) == (0, 1)
+    assert t.devices["kind"].to_pylist() == ["host_thread", "stream"]
+
+
+def test_event_stats_are_read_again_from_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "k.pt.trace.json"
+    path.write_bytes(KINETO.read_bytes())
+    t = tracecore.open(path)
+    path.write_bytes(KINETO.read_bytes()[:-10] + b"          ")  # same size, another mtime
+    import os
+    os.utime(path, ns=(1, 1))
+    with pytest.raises(tracecore.TraceFormatError, match="changed since it was opened"):
+        t.event_stats  # noqa: B018
+
+
+def test_gzip_and_bytes(tmp_path: Path) -> None:
+    data = KINETO.read_bytes()
+    gz = tmp_path / "k.pt.trace.json.gz"
+    gz.write_bytes(gzip.compress(data))
+    a = tracecore.open(gz)
+    b = tracecore.open(KINETO)
+    assert a.events.equals(b.events)
+    assert a.event_stats.equals(b.event_stats)
+
+
+# ------------------------------------------------------------------------------------------
+# Generated documents
+# ------------------------------------------------------------------------------------------
+ids = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "Spans", "", "é"]))
+times = st.one_of(
+    st.integers(-10**9, 10**12),
+    st.decimals(min_value=-10**6, max_value=10**9, places=4, allow_nan=False),
+)
+scalars = st.one_of(
+    st.integers(-(2**70), 2**70), st.booleans(), st.none(),
+    st.text(max_size=6), st.floats(allow_nan=False, allow_infinity=False),
+)
+arg_values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(
+    st.text(max_size=3), c, max_size=3), max_leaves=6)
+
+
+@st.composite
+def events(draw: st.DrawFn) -> dict[str, Any]:
+    ph = draw(st.sampled_from(["X", "X", "B", "E", "i", "I", "C", "s", "t", "f", "M", "b", "P"]))
+    e: dict[str, Any] = {"ph": ph, "pid": draw(ids)}
+    if draw(st.booleans()):
+        e["tid"] = draw(ids)
+    e["ts"] = draw(times)
+    if ph == "X" and draw(st.booleans()):
+        e["dur"] = draw(st.integers(0, 10**6))
+    if ph == "M":
+        e["name"] = draw(st.sampled_from(["process_name", "thread_name", "process_labels"]))
+        e["args"] = {"name": draw(st.one_of(st.text(max_size=8), st.integers()))}
+        return e
+    if ph == "i" and draw(st.integers(0, 3)) == 0:
+        e["name"] = "[memory]"
+        e["args"] = {"Bytes": draw(st.integers(-(2**40), 2**40)),
+                     "Total Allocated": draw(st.integers(0, 2**40)),
+                     "Addr": draw(st.integers(-(2**63), 2**63 - 1)),
+                     "Device Type": draw(st.sampled_from([0, 1, 3])),
+                     "Device Id": draw(st.integers(-1, 2))}
+        return e
+    if draw(st.booleans()):
+        e["name"] = draw(st.text(max_size=8))
+    if draw(st.booleans()):
+        e["cat"] = draw(st.sampled_from(["kernel", "cpu_op", "ac2g", "Memory", "é"]))
+    if ph in "stf":
+        e["id"] = draw(st.one_of(st.integers(0, 3), st.sampled_from(["x", "y"])))
+        if ph == "f" and draw(st.booleans()):
+            e["bp"] = "e"
+    if draw(st.booleans()):
+        e["args"] = draw(st.dictionaries(st.text(max_size=4), arg_values, max_size=4))
+    return e
+
+
+def _dumps(doc: Any, draw_ws: bool) -> bytes:
+    text = json.dumps(doc, default=str, ensure_ascii=draw_ws, indent=1 if draw_ws else None)
+    return text.encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(evs=st.lists(events(), max_size=25), pretty=st.booleans(), bare=st.booleans(),
+       kineto=st.booleans())
+def test_generated_documents_equal_the_oracle(tmp_path: Path, evs: list[dict[str, Any]],
+                                              pretty: bool, bare: bool, kineto: bool) -> None:
+    def encode(v: Any) -> Any:
+        return float(v) if isinstance(v, Decimal) else v
+    # Decimals are written as their exact text by a custom encoder.
+    docs: Any = evs if bare else {"traceEvents": evs, **({"schemaVersion": 1} if kineto else {})}
+    text = json.dumps(docs, indent=1 if pretty else None, ensure_ascii=pretty,
+                      default=lambda d: f"@@{d}@@")
+    text = text.replace('"@@', "").replace('@@"', "")
+    data = text.encode()
+    if bare and not evs:
+        return  # an empty array is no trace tracecore recognises
+    try:
+        o = oracle.read(data)
+    except (OverflowError, ValueError):
+        o = None
+    path = tmp_path / "g.json"
+    path.write_bytes(data)
+    if o is not None and not any(
+        e.start_ns >= 2**63 or e.start_ns < -(2**63) or e.end_ns >= 2**63 or e.end_ns < -(2**63)
+        for e in o.events
+    ):
+        t = tracecore.open(path, cache=False)
+        check_against_oracle(t, data)
+    else:
+        with pytest.raises(tracecore.TraceFormatError):
+            tracecore.open(path, cache=False)
+
+
+def test_arrow_tables_have_the_declared_schema() -> None:
+    t = tracecore.open(KINETO)
+    for name in ("counters", "links", "event_stats", "alloc_records", "devices"):
+        table = getattr(t, name)
+        assert isinstance(table, pa.Table)
+        assert table.schema == schema_from_capsule(_core.schema(name)), name
