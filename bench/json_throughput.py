@@ -5,6 +5,10 @@
 
 Every row runs in a fresh process, so its peak RSS is its own:
 
+  tracecore.open   tracecore.open(FILE, cache=False) and its events table in Python: the whole
+                   import into the tables (one thread; event_stats, built on first use, is
+                   not asked for). Its peak RSS less the interpreter's after `import
+                   tracecore` is "+RSS", what the open adds. Best of --repeat, each fresh.
   tracecore-json   bench/cpp/json_bench (built here with -DTRACECORE_BUILD_BENCH=ON into
                    build/bench if missing): the file memory-mapped and decoded by
                    chrome_json::DecodeChromeTrace with a visitor that reads every field and
@@ -16,7 +20,7 @@ Every row runs in a fresh process, so its peak RSS is its own:
 Columns: MB/s (1 MB = 1e6 bytes) over wall time and over the process's CPU time (the dev VM is
 shared: CPU time is the steadier figure), events/s, peak RSS (VmHWM) and that over the file
 size. The loaders' figures include building the Python objects: that is what loading costs
-them. No tables are built here: this measures the decoder alone (issue 23, stage A).
+them; tracecore-json is the decoder alone, tracecore.open the decoder and the tables.
 """
 
 from __future__ import annotations
@@ -58,6 +62,31 @@ def _child_loader(spec: dict[str, Any]) -> dict[str, Any]:
             "version": getattr(module, "__version__", sys.version.split()[0])}
 
 
+def _child_open(spec: dict[str, Any]) -> dict[str, Any]:
+    import tracecore
+
+    base = _kib_status()
+    w0, c0 = time.perf_counter(), time.process_time()
+    t = tracecore.open(spec["path"], cache=False)
+    events = len(t.events)
+    w1, c1 = time.perf_counter(), time.process_time()
+    after = _kib_status()
+    return {"seconds": w1 - w0, "cpu_seconds": c1 - c0, "events": events,
+            "baseline_rss_kib": base["VmRSS"], "peak_rss_kib": after["VmHWM"],
+            "added_rss_kib": after["VmHWM"] - base["VmRSS"], "version": tracecore.__version__}
+
+
+def _run_open(path: str, repeat: int) -> dict[str, Any]:
+    best: dict[str, Any] = {}
+    for _ in range(repeat):
+        r = _run_child({"open": True, "path": path})
+        if "error" in r:
+            return r
+        if not best or r["cpu_seconds"] < best["cpu_seconds"]:
+            best = r
+    return best
+
+
 def _run_child(spec: dict[str, Any]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
                           capture_output=True, text=True, check=False)
@@ -91,9 +120,11 @@ def _row(name: str, size: int, r: dict[str, Any]) -> str:
     if "error" in r:
         return f"{name:<18} error: {r['error']}"
     peak_mb = r["peak_rss_kib"] * 1024 / MB
+    added = r.get("added_rss_kib")
+    extra = f"  +RSS {added * 1024 / MB:.0f} MB = {added * 1024 / size:.2f}x" if added else ""
     return (f"{name:<18} {size / r['seconds'] / MB:9.0f} {size / r['cpu_seconds'] / MB:9.0f} "
             f"{r['events'] / r['cpu_seconds'] / 1e6:9.2f} {peak_mb:9.0f} "
-            f"{peak_mb * MB / size:7.2f}x")
+            f"{peak_mb * MB / size:7.2f}x{extra}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_child_loader(json.loads(args.child))))
+        spec = json.loads(args.child)
+        print(json.dumps(_child_open(spec) if spec.get("open") else _child_loader(spec)))
         return 0
     path = args.file
     if args.generate:
@@ -127,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"file": path, "bytes": size}
     print(f"{path}: {size / MB:.0f} MB")
     print(f"{'':<18} {'MB/s':>9} {'MB/s cpu':>9} {'Mev/s cpu':>9} {'peak MB':>9} {'/file':>8}")
-    rows = [("tracecore-json", lambda: _run_tracecore(path, args.repeat))]
+    rows = [("tracecore.open", lambda: _run_open(path, args.repeat)),
+            ("tracecore-json", lambda: _run_tracecore(path, args.repeat))]
     if not args.no_orjson:
         rows += [("orjson", lambda: _run_child({"loader": "orjson", "path": path, "gc": True})),
                  ("orjson (gc off)", lambda: _run_child({"loader": "orjson", "path": path,
@@ -140,12 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         r = run()
         results[name] = r
         print(_row(name, size, r), flush=True)
-    ours = results["tracecore-json"]
-    for peer in ("orjson", "orjson (gc off)", "json"):
-        if peer in results and "error" not in results[peer] and "error" not in ours:
-            cpu = results[peer]["cpu_seconds"] / ours["cpu_seconds"]
-            wall = results[peer]["seconds"] / ours["seconds"]
-            print(f"tracecore-json / {peer}: {cpu:.1f}x (CPU), {wall:.1f}x (wall)")
+    for mine in ("tracecore.open", "tracecore-json"):
+        ours = results[mine]
+        for peer in ("orjson", "orjson (gc off)", "json"):
+            if peer in results and "error" not in results[peer] and "error" not in ours:
+                cpu = results[peer]["cpu_seconds"] / ours["cpu_seconds"]
+                wall = results[peer]["seconds"] / ours["seconds"]
+                print(f"{mine} / {peer}: {cpu:.1f}x (CPU), {wall:.1f}x (wall)")
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
     return 0

@@ -9,6 +9,8 @@
 //     equal what ParseInt64 reads from its text, and ParseDouble must not disagree in sign.
 //   * The input is decoded as a Chrome trace with a checking visitor: offsets point at '{',
 //     views are valid UTF-8, args keys are unique, counts add up.
+//   * The input is imported (ReadChromeTrace) and, when that succeeds, its event_stats pass
+//     runs too: it must succeed, and every row reference must point inside its table.
 //   * LooksLikeChromeJson runs on its prefixes.
 // Only tracecore::TraceFormatError may escape; anything else, or a broken check, aborts.
 #include <cmath>
@@ -23,6 +25,8 @@
 #include "containers/string_pool.h"
 #include "core/error.h"
 #include "importers/chrome_json/chrome_detect.h"
+#include "importers/chrome_json/chrome_importer.h"
+#include "io/mapped_file.h"
 #include "importers/chrome_json/chrome_trace_decoder.h"
 #include "importers/chrome_json/json_numbers.h"
 #include "importers/chrome_json/json_reader.h"
@@ -167,6 +171,44 @@ void Decode(const char* begin, const char* end, bool replace) {
   }
 }
 
+void Check(bool ok, const char* what) {
+  if (!ok) Finding(what);
+}
+
+// The importer: tables whose references hold, and an event_stats pass that agrees.
+void Import(const char* begin, const char* end) {
+  const auto file = MappedFile::FromMemory(begin, static_cast<size_t>(end - begin), nullptr);
+  std::shared_ptr<TraceTables> t;
+  try {
+    t = ReadChromeTrace(*file);
+  } catch (const TraceFormatError& e) {
+    if (e.line == 0 || e.column == 0) Finding(std::string("an import error without line and column: ") + e.what());
+    return;
+  }
+  const auto events = static_cast<int64_t>(t->events.size());
+  const auto devices = static_cast<int32_t>(t->devices.size());
+  for (size_t i = 0; i < t->events.size(); ++i) {
+    Check(t->events.device_index[i] >= 0 && t->events.device_index[i] < devices, "events.device_index");
+  }
+  int64_t n = 0;
+  for (const int64_t c : t->devices.n_events) n += c;
+  Check(n == events, "devices.n_events do not add up to the events");
+  for (const int64_t id : t->alloc_records.event_id) Check(id >= -1 && id < events, "alloc_records.event_id");
+  for (size_t i = 0; i < t->links.size(); ++i) {
+    Check(t->links.from_device_index[i] < devices && t->links.to_device_index[i] < devices, "links device");
+    if (t->links.from_event_id_valid[i]) Check(t->links.from_event_id[i] < events, "links.from_event_id");
+    if (t->links.to_event_id_valid[i]) Check(t->links.to_event_id[i] < events, "links.to_event_id");
+  }
+  for (const int32_t d : t->counters.device_index) Check(d >= 0 && d < devices, "counters.device_index");
+  std::shared_ptr<TraceTables> stats;
+  try {
+    stats = ReadChromeEventStats(*file, t->events.size());
+  } catch (const std::exception& e) {
+    Finding(std::string("the event_stats pass failed on an input the open read: ") + e.what());
+  }
+  for (const int64_t id : stats->event_stats.event_id) Check(id >= 0 && id < events, "event_stats.event_id");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -184,6 +226,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       Decode(begin, end, replace);
     }
+    Import(begin, end);
     for (const size_t n : {size, size / 2, size / 3})
       chrome_json::LooksLikeChromeJson(std::string_view(begin, n));
   } catch (const std::exception& e) {

@@ -35,7 +35,7 @@ _XSPACE_MEMORY_COLUMNS = [
     ("free", "int64"), ("fragmentation", "float64"), ("peak_bytes_in_use", "int64"),
     ("requested_bytes", "int64"), ("allocation_bytes", "int64"), ("address", "uint64"),
     ("tf_op", "dict"), ("shape", "list<int64>"), ("dtype", "dict"), ("region", "dict"),
-    ("step_id", "int64"),
+    ("step_id", "int64"), ("reserved", "int64"),
 ]
 _STAT_COLUMNS = [
     ("name", "dict"), ("metadata_id", "int64"), ("value_kind", "dict"), ("int64_value", "int64"),
@@ -54,7 +54,7 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
         ("start_ns", "int64"), ("end_ns", "int64"), ("op_start_ns", "int64"),
         ("op_end_ns", "int64"), ("scheduled_ns", "int64"), ("thread_id", "uint32"),
         ("temp_memory_size", "int64"), ("persistent_memory_size", "int64"),
-        ("step_id", "int64"),
+        ("cat", "dict"), ("step_id", "int64"),
     ],
     "tensors": [
         ("event_id", "int64"), ("output_index", "int32"), ("slot", "int32"), ("dtype", "dict"),
@@ -95,6 +95,16 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
         ("timeline_label", "dict"), ("op", "dict"), ("num_occurrences", "int64"),
         ("duration_ps", "int64"),
     ],
+    # Chrome trace tables: no rows for StepStats (tests/chrome_oracle.py has their rules)
+    "counters": [
+        ("device_index", "int32"), ("device", "dict"), ("name", "dict"), ("series", "dict"),
+        ("time_ns", "int64"), ("value", "float64"), ("int_value", "int64"),
+    ],
+    "links": [
+        ("from_device_index", "int32"), ("to_device_index", "int32"), ("cat", "dict"),
+        ("flow_id", "dict"), ("name", "dict"), ("from_ns", "int64"), ("to_ns", "int64"),
+        ("to_phase", "dict"), ("from_event_id", "int64"), ("to_event_id", "int64"),
+    ],
 }
 
 # Columns the package adds after the contract's ones (python/tracecore/names.py: derived from
@@ -103,7 +113,9 @@ EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {"events": ("forward_scope", "ph
 
 # Columns that may hold nulls; every other column must have null_count == 0.
 NULLABLE = {("events", "op"), ("events", "scheduled_ns"), ("tensors", "num_elements"),
-            ("devices", "line"), ("devices", "line_id"), ("events", "step_id"),
+            ("devices", "line"), ("devices", "line_id"), ("events", "step_id"), ("events", "cat"),
+            ("counters", "value"), ("counters", "int_value"), ("links", "from_event_id"),
+            ("links", "to_event_id"),
             *[("alloc_records", c) for c, _ in _XSPACE_MEMORY_COLUMNS]}
 
 TABLES = list(SCHEMAS)
@@ -226,6 +238,7 @@ def expected_tables(msg) -> dict[str, list[dict[str, Any]]]:
             row["thread_id"] = n.thread_id
             row["temp_memory_size"] = n.memory_stats.temp_memory_size
             row["persistent_memory_size"] = n.memory_stats.persistent_memory_size
+            row["cat"] = None  # Chrome trace only
             row["step_id"] = None  # XSpace only
             out["events"].append(row)
 

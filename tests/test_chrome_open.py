@@ -368,3 +368,136 @@ def test_arrow_tables_have_the_declared_schema() -> None:
         table = getattr(t, name)
         assert isinstance(table, pa.Table)
         assert table.schema == schema_from_capsule(_core.schema(name)), name
+
+
+# ------------------------------------------------------------------------------------------
+# Round trip: what to_chrome_trace writes reads back into the same events
+# ------------------------------------------------------------------------------------------
+ROUND_TRIP = [
+    Path(__file__).parent / "data" / "seed000_stepstats.pbtxt",
+    Path(__file__).parent / "data" / "xspace" / "tf_keras_mlp_fit.xplane.pb",
+    Path(__file__).parent / "data" / "xspace" / "jax_mlp2_tanh.xplane.pb",
+    KINETO,
+]
+
+
+def _event_rows(t: tracecore.Trace) -> list[tuple[Any, ...]]:
+    e = t.events
+    return sorted(zip(e["device"].to_pylist(), e["node_name"].to_pylist(),
+                      [op or "" for op in e["op"].to_pylist()], e["start_ns"].to_pylist(),
+                      e["end_ns"].to_pylist(), strict=True))
+
+
+@pytest.mark.parametrize("path", ROUND_TRIP, ids=lambda p: p.name)
+def test_chrome_export_reads_back_into_the_same_events(path: Path, tmp_path: Path) -> None:
+    t = tracecore.open(path)
+    out = tmp_path / "round.json"
+    t.to_chrome_trace(out)
+    back = tracecore.open(out)
+    assert back.kind == "ChromeTrace" and back.format == "json"
+    assert len(back.events) == len(t.events) > 0
+    assert _event_rows(back) == _event_rows(t)
+
+
+# ------------------------------------------------------------------------------------------
+# Mutated samples: an error with its place, or tables; never a crash or a hang
+# ------------------------------------------------------------------------------------------
+_MUTATE_CHILD = r"""
+import json, random, re, sys
+from pathlib import Path
+import tracecore
+src, workdir, n, seed = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+data = Path(src).read_bytes()
+rng = random.Random(seed)
+tokens = [b"{", b"}", b"[", b"]", b",", b":", b'"', b"\\", b"\\u", b"\\ud800", b"0", b"-",
+          b"1e999", b"null", b"\xff", b"\xc3", b"\x00", b'"ph":"B"', b'"ph":"E"', b'"ts":',
+          b'"dur":-', b"99999999999999999999", b'{"ph":"X"}', b"{}"]
+out = {"ok": 0, "error": 0, "bad": []}
+for i in range(n):
+    d = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(4)
+        at = rng.randrange(len(d) + 1)
+        if op == 0 and d:
+            d[min(at, len(d) - 1)] = rng.randrange(256)
+        elif op == 1:
+            d[at:at] = rng.choice(tokens)
+        elif op == 2:
+            del d[at:at + rng.randint(1, 64)]
+        else:
+            d = d[:at]
+    path = workdir / "m.json"
+    path.write_bytes(bytes(d))
+    (workdir / "last_input.bin").write_bytes(bytes(d))
+    try:
+        t = tracecore.open(path, cache=False)
+        t.events, t.event_stats, t.links, t.counters, t.alloc_records
+        out["ok"] += 1
+    except tracecore.TraceFormatError as e:
+        out["error"] += 1
+        if not re.search(r"line \d+, column \d+|byte offset \d+", str(e)):
+            out["bad"].append(str(e)[:200])
+print(json.dumps(out))
+"""
+
+
+def test_mutated_samples_error_or_open(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    child = tmp_path / "child.py"
+    child.write_text(_MUTATE_CHILD)
+    results = []
+    for i, src in enumerate([KINETO, DATA / "jax_mlp2_tanh.trace.json.gz"]):
+        data = _bytes(src)
+        plain = tmp_path / f"src{i}.json"
+        plain.write_bytes(data)
+        proc = subprocess.run([sys.executable, str(child), str(plain), str(tmp_path), "75", str(i)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    for r in results:
+        assert r["bad"] == []
+        assert r["ok"] + r["error"] == 75
+        assert r["error"] > 0
+
+
+# ------------------------------------------------------------------------------------------
+# Many ranks: the rank from distributedInfo, NCCL collectives
+# ------------------------------------------------------------------------------------------
+def _kineto_rank(rank: int, late_us: int) -> bytes:
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 5, "tid": 5,
+         "ts": 1000, "dur": 900},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 5, "tid": 5, "ts": 1010,
+         "dur": 100 + late_us},
+        {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 5, "tid": 5,
+         "ts": 1200 + late_us, "dur": 50},
+        {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float",
+         "pid": 0, "tid": 7, "ts": 1300 + late_us, "dur": 400 - late_us},
+    ]
+    return json.dumps({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
+                                                                "world_size": 2},
+                       "traceEvents": events}).encode()
+
+
+def test_open_many_takes_the_rank_from_distributed_info(tmp_path: Path) -> None:
+    # Paths that name no rank, and one that names another: the trace's own rank wins.
+    a = tmp_path / "host_a" / "x.pt.trace.json"
+    b = tmp_path / "worker_7" / "y.pt.trace.json"
+    for p, data in ((a, _kineto_rank(0, 0)), (b, _kineto_rank(1, 80))):
+        p.parent.mkdir()
+        p.write_bytes(data)
+    ts = tracecore.open_many(str(tmp_path / "*" / "*.pt.trace.json"))
+    assert sorted(ts.traces["rank"].to_pylist()) == [0, 1]
+    c = ts.collectives()
+    rows = sorted((r["rank"], r["node_name"], r["collective"], r["wait_ns"]) for r in c.to_pylist())
+    assert rows == [
+        (0, "nccl:all_reduce", "allreduce", 80_000),
+        (0, "ncclKernel_AllReduce_RING_LL_Sum_float", "allreduce", 80_000),
+        (1, "nccl:all_reduce", "allreduce", 0),
+        (1, "ncclKernel_AllReduce_RING_LL_Sum_float", "allreduce", 0),
+    ]
+    stragglers = ts.stragglers().to_pylist()
+    assert stragglers[0]["slowest_rank"] == 1

@@ -204,7 +204,7 @@ def test_occupancy_timeline(capsys: pytest.CaptureFixture[str]) -> None:
 def test_export_parquet_and_chrome(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "export", SEED1, "--parquet", str(tmp_path / "pq"))
     assert code == 0 and out.startswith(
-        f"wrote 12 Parquet files + tracecore.json to {tmp_path / 'pq'}"
+        f"wrote 14 Parquet files + tracecore.json to {tmp_path / 'pq'}"
     )
     assert len(tracecore.open(tmp_path / "pq")) == 292
     code, out, _ = run(capsys, "export", SEED1, "--chrome", str(tmp_path / "t.json"), "--no-memory")

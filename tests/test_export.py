@@ -157,6 +157,9 @@ RICH_COUNTS = {
     "event_stats": 0,
     "plane_stats": 0,
     "aggregate_events": 0,
+    # Chrome trace tables likewise
+    "counters": 0,
+    "links": 0,
 }
 
 

@@ -41,7 +41,7 @@ SCHEMAS = {
         ("start_ns", pa.int64()), ("end_ns", pa.int64()), ("op_start_ns", pa.int64()),
         ("op_end_ns", pa.int64()), ("scheduled_ns", pa.int64()), ("thread_id", pa.uint32()),
         ("temp_memory_size", pa.int64()), ("persistent_memory_size", pa.int64()),
-        ("step_id", pa.int64()),
+        ("cat", DICT), ("step_id", pa.int64()),
     ]),
     "tensors": pa.schema([
         ("event_id", pa.int64()), ("output_index", pa.int32()), ("slot", pa.int32()),
@@ -64,7 +64,7 @@ SCHEMAS = {
         ("peak_bytes_in_use", pa.int64()), ("requested_bytes", pa.int64()),
         ("allocation_bytes", pa.int64()), ("address", pa.uint64()), ("tf_op", DICT),
         ("shape", pa.list_(pa.int64())), ("dtype", DICT), ("region", DICT),
-        ("step_id", pa.int64()),
+        ("step_id", pa.int64()), ("reserved", pa.int64()),
     ]),
     "cost_graph": pa.schema([
         ("name", DICT), ("device", DICT), ("id", pa.int32()), ("compute_cost", pa.int64()),
@@ -95,6 +95,16 @@ SCHEMAS = {
         ("device_index", pa.int32()), ("device", DICT), ("node_name", DICT),
         ("timeline_label", DICT), ("op", DICT), ("num_occurrences", pa.int64()),
         ("duration_ps", pa.int64()),
+    ]),
+    # Chrome trace tables (empty for StepStats)
+    "counters": pa.schema([
+        ("device_index", pa.int32()), ("device", DICT), ("name", DICT), ("series", DICT),
+        ("time_ns", pa.int64()), ("value", pa.float64()), ("int_value", pa.int64()),
+    ]),
+    "links": pa.schema([
+        ("from_device_index", pa.int32()), ("to_device_index", pa.int32()), ("cat", DICT),
+        ("flow_id", DICT), ("name", DICT), ("from_ns", pa.int64()), ("to_ns", pa.int64()),
+        ("to_phase", DICT), ("from_event_id", pa.int64()), ("to_event_id", pa.int64()),
     ]),
 }
 

@@ -171,7 +171,7 @@ def test_open_of_a_logdir_takes_format_threads_and_cache(
     assert again.events.to_pylist() == first.events.to_pylist()
     assert [again.trace(i).stats.get("loaded_from") for i in range(4)] == ["cache"] * 4
     with pytest.raises(ValueError, match="format must be one of"):
-        tracecore.open(logdir, format="json")
+        tracecore.open(logdir, format="csv")
     # format="text" applies to each profile: each fails, and says so
     text = tracecore.open(logdir, format="text")
     assert text.traces["status"].to_pylist() == ["error"] * 4

@@ -46,13 +46,15 @@ const std::string kWireDump = std::string("\x0a\x0f\x0a\x0d", 4) + "/device:CPU:
 }  // namespace
 
 TEST(FormatRegistry, TheFormatsAndTheirNames) {
-  // In the order detection asks them: text, XSpace (by structure), then binary, the format of
-  // last resort.
-  ASSERT_EQ(tracecore::Formats().size(), 3u);
+  // In the order detection asks them: Chrome trace JSON (by its keys), text, XSpace (by
+  // structure), then binary, the format of last resort.
+  ASSERT_EQ(tracecore::Formats().size(), 4u);
+  EXPECT_EQ(std::string(FormatName(Format::kChromeJson)), "json");
   EXPECT_EQ(std::string(FormatName(Format::kStepStatsText)), "text");
   EXPECT_EQ(std::string(FormatName(Format::kXSpace)), "xspace");
   EXPECT_EQ(std::string(FormatName(Format::kStepStatsBinary)), "binary");
-  EXPECT_EQ(std::string(tracecore::Formats()[1].name), "xspace");
+  EXPECT_EQ(std::string(tracecore::Formats()[0].name), "json");
+  EXPECT_EQ(std::string(tracecore::Formats()[2].name), "xspace");
 }
 
 TEST(FormatRegistry, TextIsRecognisedByItsFirstCharacter) {
@@ -68,9 +70,11 @@ TEST(FormatRegistry, EverythingElseIsTakenForTheWireFormat) {
   EXPECT_TRUE(DetectFormat(kWireDump) == Format::kStepStatsBinary);
   // A letter first, but a control byte that is not whitespace within the first 64 KB.
   EXPECT_TRUE(DetectFormat(std::string("dev_stats \x01", 11)) == Format::kStepStatsBinary);
-  // JSON starts with '{' or '[' followed by no text field: not text, so the format of last
-  // resort (tracecore reads no JSON through this registry).
-  EXPECT_TRUE(DetectFormat("{\"traceEvents\": []}") == Format::kStepStatsBinary);
+  // A JSON object is taken for Chrome trace JSON (its reader says what it lacks); a bare
+  // array only when its first element is an event.
+  EXPECT_TRUE(DetectFormat("{\"traceEvents\": []}") == Format::kChromeJson);
+  EXPECT_TRUE(DetectFormat(" \n{\"other\": 1}") == Format::kChromeJson);
+  EXPECT_TRUE(DetectFormat("[{\"ph\": \"X\"}]") == Format::kChromeJson);
   // gzip is decompressed before detection, by OpenTrace (open/open_trace.h, tested in
   // open_trace_test.cc): the registry takes its magic bytes for no other format.
   EXPECT_TRUE(DetectFormat(std::string("\x1f\x8b\x08\x00", 4)) == Format::kStepStatsBinary);
@@ -106,8 +110,10 @@ TEST(FormatRegistry, ANamedFormatIsReadAsNamedWithoutFallback) {
   // The wire dump as text: its first byte is a newline, its second (0x0f) no field name.
   EXPECT_THROW_WITH(Parse(kWireDump, "text"), TraceFormatError,
                     "line 2, column 1: expected a field name, got '\\x0f'");
-  EXPECT_THROW_WITH(Parse("dev_stats {}", "json"), std::invalid_argument,
-                    "format must be one of 'auto', 'text', 'xspace', 'binary', not 'json'");
+  EXPECT_THROW_WITH(Parse("dev_stats {}", "json"), TraceFormatError,
+                    "line 1, column 1: expected a JSON object");
+  EXPECT_THROW_WITH(Parse("dev_stats {}", "csv"), std::invalid_argument,
+                    "format must be one of 'auto', 'json', 'text', 'xspace', 'binary', not 'csv'");
   OpenOptions negative;
   negative.threads = -1;
   EXPECT_THROW_WITH(ParseTrace(*MappedFile::FromBuffer("dev_stats {}"), negative),

@@ -58,18 +58,19 @@ TEST(TableDefs, ScratchColumnReachesStorageSchemaAndDocs) {
             std::string("event_id:l allocator:i time_ns:l bytes:l is_allocation:b "
                         "heap_allocated:l stack_reserved:l free:l fragmentation:g "
                         "peak_bytes_in_use:l requested_bytes:l allocation_bytes:l address:L "
-                        "tf_op:i shape:+l dtype:i region:i step_id:l scratch_peak_bytes:l "));
+                        "tf_op:i shape:+l dtype:i region:i step_id:l reserved:l scratch_peak_bytes:l "));
   const std::string doc = TableReference<ScratchTable>(TableDef{"scratch", "A scratch table."});
   EXPECT_TRUE(doc.find("| `scratch_peak_bytes` | int64 (nullable) | A column added by the test. |") !=
               std::string::npos);
-  EXPECT_EQ(ExportedColumns<ScratchTable>().size(), 19u);
+  EXPECT_EQ(ExportedColumns<ScratchTable>().size(), 20u);
 }
 
 TEST(TableDefs, TableNamesFollowTheDeclarationOrder) {
   const std::vector<std::string> expected = {
       "devices",      "events",             "tensors",     "allocations",
       "alloc_records", "cost_graph",        "graph_nodes", "thread_names",
-      "persistent_tensors", "event_stats", "plane_stats", "aggregate_events"};
+      "persistent_tensors", "event_stats", "plane_stats", "aggregate_events",
+      "counters",     "links"};
   EXPECT_TRUE(TableNames() == expected);
 }
 

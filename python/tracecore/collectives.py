@@ -24,15 +24,18 @@ from .trace import Trace
 COLLECTIVE_OPS = {
     "allreduce": r"HorovodAllreduce|HorovodGroupedAllreduce|NcclAllReduce"
     r"|CollectiveReduce(?:V2|V3)?"
-    r"|CollectiveAllReduce(?:V2)?|MPIAllreduce|ncclAllReduce\w*|ncclKernel_AllReduce\w*",
+    r"|CollectiveAllReduce(?:V2)?|MPIAllreduce|ncclAllReduce\w*|ncclKernel_AllReduce\w*"
+    r"|nccl:all_reduce\w*",
     "allgather": r"HorovodAllgather|HorovodGroupedAllgather|NcclAllGather|CollectiveGather(?:V2)?"
-    r"|MPIAllgather|ncclAllGather\w*|ncclKernel_AllGather\w*",
+    r"|MPIAllgather|ncclAllGather\w*|ncclKernel_AllGather\w*|nccl:(?:all_gather|_allgather_base)\w*",
     "broadcast": r"HorovodBroadcast|NcclBroadcast|CollectiveBcast(?:Send|Recv)(?:V2)?"
-    r"|ncclBroadcast\w*|ncclKernel_Broadcast\w*",
-    "alltoall": r"HorovodAlltoall|CollectiveAllToAll(?:V2|V3)?|ncclKernel_AllToAll\w*",
+    r"|ncclBroadcast\w*|ncclKernel_Broadcast\w*|nccl:broadcast\w*",
+    "alltoall": r"HorovodAlltoall|CollectiveAllToAll(?:V2|V3)?|ncclKernel_AllToAll\w*"
+    r"|nccl:all_to_all\w*",
     "reducescatter": r"HorovodReducescatter|HorovodGroupedReducescatter|NcclReduceScatter"
-    r"|CollectiveReduceScatter(?:V2)?|ncclReduceScatter\w*|ncclKernel_ReduceScatter\w*",
-    "reduce": r"NcclReduce|ncclReduce\w*|ncclKernel_Reduce\w*",
+    r"|CollectiveReduceScatter(?:V2)?|ncclReduceScatter\w*|ncclKernel_ReduceScatter\w*"
+    r"|nccl:(?:reduce_scatter|_reduce_scatter_base)\w*",
+    "reduce": r"NcclReduce|ncclReduce\w*|ncclKernel_Reduce\w*|nccl:reduce\b",
 }
 _KIND_OF_OP = [(kind, re.compile(rf"(?:{rx})(?:_.*)?")) for kind, rx in COLLECTIVE_OPS.items()]
 _ANY_COLLECTIVE = "|".join(f"(?:{rx})" for rx in COLLECTIVE_OPS.values())
@@ -245,9 +248,13 @@ def _collective_events(trace: Trace, rx: re.Pattern[str] | None) -> list[dict[st
     ends = np.maximum(to_numpy(ev["end_ns"]), starts)
     devices = ev["device"].cast(pa.string()).to_pylist()
     by_name: dict[str, dict[bool, list[int]]] = {}
+    # StepStats stream records are named "node:Op"; a Chrome trace's names are as written
+    # ("nccl:all_reduce").
+    suffixed = trace.format != "json"
     for row in selected:
         on_executor = kinds_by_block[block[row]] == "executor"
-        base = names[row] if on_executor or ":" not in names[row] else names[row].rsplit(":", 1)[0]
+        keep = on_executor or not suffixed or ":" not in names[row]
+        base = names[row] if keep else names[row].rsplit(":", 1)[0]
         by_name.setdefault(base, {True: [], False: []})[on_executor].append(row)
     out = []
     for base, rows in by_name.items():

@@ -35,6 +35,7 @@ from .keying import (
     error_message,
     event_bounds,
     file_keys,
+    stated_rank,
     keyed_table,
     resolve_paths,
     table_schema,
@@ -66,7 +67,8 @@ def open_many(
             or a callable ``path -> value``. Defaults: an XSpace profile laid out as
             ``plugins/profile/<run>/<host>.xplane.pb`` has rank = host and step = run; other
             paths match ``rank3``, ``worker_3``, ``task-3``... and ``step5``, ``iter_5``,
-            ``global_step=5``. A column is int64 when every value is an integer, else string; a
+            ``global_step=5``; a PyTorch (Kineto) trace's ``distributedInfo.rank``, when it has
+            one, is its rank. A column is int64 when every value is an integer, else string; a
             path without a match gets null.
         threads: files parsed at once (0: one per core). Parsing releases the GIL, so a thread
             pool scales; each file is parsed single-threaded unless there is only one file.
@@ -83,8 +85,10 @@ def open_many(
     strict = check_flag(strict, "strict")
     align = check_align(align)
     files = resolve_paths(paths)
-    ranks, rank_type, steps, step_type = file_keys(files, rank, step)
     results = load_files(files, threads=threads, strict=strict, format=format, cache=False)
+    ranks, rank_type, steps, step_type = file_keys(
+        files, rank, step, [stated_rank(r[0]) for r in results]
+    )
     return TraceSet(
         files,
         [r[0] for r in results],

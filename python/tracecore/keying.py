@@ -253,17 +253,30 @@ def trace_table(trace: Trace, name: str) -> pa.Table:
 
 
 def file_keys(
-    files: list[str], rank: KeySpec, step: KeySpec
+    files: list[str], rank: KeySpec, step: KeySpec, trace_ranks: list[Any] | None = None
 ) -> tuple[list[Any], pa.DataType, list[Any], pa.DataType]:
     """The rank and step of every file, and the column type of each (see
-    :func:`tracecore.open_many` for ``rank`` and ``step``)."""
+    :func:`tracecore.open_many` for ``rank`` and ``step``). ``trace_ranks``: ranks the traces
+    state themselves (Kineto's ``distributedInfo``; None where not), used when ``rank`` is the
+    default."""
+    extract = key_extractor(rank, DEFAULT_RANK, "rank")
+    stated = trace_ranks if rank is None and trace_ranks is not None else [None] * len(files)
     ranks, rank_type = normalise_keys(
-        [key_extractor(rank, DEFAULT_RANK, "rank")(f) for f in files], "rank"
+        [s if s is not None else extract(f) for f, s in zip(files, stated, strict=True)], "rank"
     )
     steps, step_type = normalise_keys(
         [key_extractor(step, DEFAULT_STEP, "step")(f) for f in files], "step"
     )
     return ranks, rank_type, steps, step_type
+
+
+def stated_rank(trace: Any) -> int | None:
+    """The rank a trace states itself: Kineto's ``distributedInfo.rank`` (an int), else None."""
+    if trace is None or trace.kind != "Kineto":
+        return None
+    info = trace.metadata.get("distributedInfo")
+    value = info.get("rank") if isinstance(info, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def key_order(value: Any) -> tuple[bool, Any]:
