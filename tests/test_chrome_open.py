@@ -330,7 +330,8 @@ def _dumps(doc: Any, draw_ws: bool) -> bytes:
     return text.encode()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(evs=st.lists(events(), max_size=25), pretty=st.booleans(), bare=st.booleans(),
        kineto=st.booleans())
 def test_generated_documents_equal_the_oracle(tmp_path: Path, evs: list[dict[str, Any]],
@@ -501,3 +502,17 @@ def test_open_many_takes_the_rank_from_distributed_info(tmp_path: Path) -> None:
     ]
     stragglers = ts.stragglers().to_pylist()
     assert stragglers[0]["slowest_rank"] == 1
+
+
+def test_errors_replace_turns_bad_strings_into_u_fffd(tmp_path: Path) -> None:
+    # A real PyTorch trace can hold a raw control character and cut UTF-8 in its names.
+    doc = (b'{"traceEvents": [\n{"ph": "X", "pid": 1, "tid": 1, "ts": 1, "dur": 1, '
+           b'"name": "a\x01b\xc3", "args": {"k": "\xff"}}]}')
+    with pytest.raises(tracecore.TraceFormatError, match=r"line 2, column \d+: .*"):
+        _open_bytes(tmp_path, doc)
+    t = tracecore.open(tmp_path / "t.json", errors="replace", cache=True)
+    assert t.events["node_name"].to_pylist() == ["a\ufffdb\ufffd"]
+    assert t.event_stats["str_value"].to_pylist() == ["\ufffd"]
+    assert "loaded_from" not in t.stats  # not cached
+    with pytest.raises(ValueError, match="errors must be 'strict' or 'replace', not 'ignore'"):
+        tracecore.open(tmp_path / "t.json", errors="ignore")

@@ -60,7 +60,7 @@ std::shared_ptr<const TraceTables> BuildEventStats(const PyTrace::Deferred& d, T
                                                    size_t events) {
   InflateLimits limits;
   limits.raise_hint = "decompress the file (gunzip) and open the result";
-  if (d.bytes != nullptr) return OpenEventStats(*d.bytes, kind, events, limits);
+  if (d.bytes != nullptr) return OpenEventStats(*d.bytes, kind, events, limits, d.replace_invalid);
   const std::string changed =
       std::string("the ") + TraceKindName(kind) + "'s event_stats are read from its file when first asked for, and the file ";
   uint64_t device, inode, size;
@@ -73,7 +73,7 @@ std::shared_ptr<const TraceTables> BuildEventStats(const PyTrace::Deferred& d, T
                            "inode): open it again");
   }
   const std::shared_ptr<MappedFile> file = MappedFile::Open(d.path);
-  auto stats = OpenEventStats(*file, kind, events, limits);
+  auto stats = OpenEventStats(*file, kind, events, limits, d.replace_invalid);
   if (file->ShrankSinceOpen()) {
     throw TraceFormatError(changed + "was truncated by another process while it was read");
   }
@@ -119,10 +119,14 @@ py::object Schema(const std::string& name) {
 
 // `path`: the file `file` maps ("" for bytes), for an XSpace's deferred event_stats.
 PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads,
-              const std::string& path = "") {
+              const std::string& path, const std::string& errors) {
   OpenOptions options;
   options.format = format;
   options.threads = threads;
+  if (errors != "strict" && errors != "replace") {
+    throw std::invalid_argument("errors must be 'strict' or 'replace', not '" + errors + "'");
+  }
+  options.replace_invalid = errors == "replace";
   const auto start = std::chrono::steady_clock::now();
   PyTrace trace;
   InflateLimits limits;  // the defaults; what a Python user can do past them:
@@ -132,6 +136,7 @@ PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (HasDeferredEventStats(trace.tables->kind)) {
     auto d = std::make_shared<PyTrace::Deferred>();
+    d->replace_invalid = options.replace_invalid;
     if (path.empty()) {
       d->bytes = file;
     } else {
@@ -249,20 +254,22 @@ void RegisterTrace(py::module_& m) {
 
   m.def(
       "open_file",
-      [](const std::string& path, const std::string& format, int threads) {
+      [](const std::string& path, const std::string& format, int threads, const std::string& errors) {
         py::gil_scoped_release release;
-        return Parse(MappedFile::Open(path), format, threads, path);
+        return Parse(MappedFile::Open(path), format, threads, path, errors);
       },
       py::arg("path"), py::arg("format") = "auto", py::arg("threads") = 0,
+      py::arg("errors") = "strict",
       "Memory-maps and parses a trace file (gzip data is decompressed first).");
   m.def(
       "open_bytes",
-      [](py::bytes data, const std::string& format, int threads) {
+      [](py::bytes data, const std::string& format, int threads, const std::string& errors) {
         std::shared_ptr<MappedFile> file = MappedFile::FromBuffer(std::string(data));
         py::gil_scoped_release release;
-        return Parse(file, format, threads);
+        return Parse(file, format, threads, "", errors);
       },
       py::arg("data"), py::arg("format") = "auto", py::arg("threads") = 0,
+      py::arg("errors") = "strict",
       "Parses a trace held in memory (gzip data is decompressed first).");
 }
 

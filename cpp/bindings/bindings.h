@@ -29,6 +29,7 @@ struct PyTrace {
     std::string path;
     uint64_t device = 0, inode = 0, size = 0;
     int64_t mtime_ns = 0;
+    bool replace_invalid = false;  // errors="replace", as the open
     std::shared_ptr<MappedFile> bytes;
     std::mutex mutex;
     std::shared_ptr<const TraceTables> event_stats;

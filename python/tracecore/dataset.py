@@ -35,9 +35,9 @@ from .keying import (
     error_message,
     event_bounds,
     file_keys,
-    stated_rank,
     keyed_table,
     resolve_paths,
+    stated_rank,
     table_schema,
     trace_table,
 )

@@ -32,7 +32,9 @@ TIME_COLUMNS = {
 }
 
 #: File name endings picked up when a directory is given (globs pick whatever they match).
-TRACE_SUFFIXES = (".pbtxt", ".pb", ".txt", ".textproto", ".prototxt", ".binarypb", ".runmeta")
+TRACE_SUFFIXES = (".pbtxt", ".pb", ".txt", ".textproto", ".prototxt", ".binarypb", ".runmeta",
+                  # Chrome trace JSON: PyTorch's *.pt.trace.json, timeline.py's timeline.json
+                  ".trace.json", "timeline.json")
 
 DEFAULT_RANK = r"(?:rank|worker|task|replica|process|proc)[_\-.=]?(\d+)"
 DEFAULT_STEP = r"(?:global_step|step|iteration|iter)[_\-.=]?(\d+)"

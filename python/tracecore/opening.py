@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ._core import TraceFormatError
 from .checks import PathArg, check_flag, check_path, check_threads, display_path
-from .parsing import FORMATS, parse_core
+from .parsing import FORMATS, check_errors, parse_core
 from .trace import Trace
 
 
@@ -27,6 +27,7 @@ def open_trace(
     threads: int = 0,
     cache: bool = False,
     progress: bool = False,
+    errors: str = "strict",
 ) -> Trace:
     """``tracecore.open`` of a trace file or a Parquet export: always a :class:`Trace` (a log
     directory is a TraceFormatError that names the profiles found in it)."""
@@ -35,7 +36,8 @@ def open_trace(
     threads = check_threads(threads)
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
-    return open_checked(check_path(path), format, threads, cache, progress)
+    errors = check_errors(errors)
+    return open_checked(check_path(path), format, threads, cache, progress, errors)
 
 
 def is_parquet_export(directory: str) -> bool:
@@ -45,17 +47,22 @@ def is_parquet_export(directory: str) -> bool:
     return os.path.lexists(os.path.join(directory, META_FILE))
 
 
-def open_checked(path_str: str, format: str, threads: int, cache: bool, progress: bool) -> Trace:
-    """:func:`open_trace` of a path and arguments already checked."""
+def open_checked(
+    path_str: str, format: str, threads: int, cache: bool, progress: bool, errors: str = "strict"
+) -> Trace:
+    """:func:`open_trace` of a path and arguments already checked (``errors="replace"``
+    bypasses the cache: its tables are not the file's)."""
     if os.path.isdir(path_str):
         if not is_parquet_export(path_str):
             raise _not_a_trace_directory(path_str)
         return open_parquet_dir(path_str)
-    if cache:
+    if cache and errors == "strict":
         from .cache import open_cached
 
         return open_cached(path_str, format=format, threads=threads, progress=progress)
-    core, source_file = parse_core(path_str, format=format, threads=threads, progress=progress)
+    core, source_file = parse_core(
+        path_str, format=format, threads=threads, progress=progress, errors=errors
+    )
     return Trace.from_core(core, path_str, source_file)
 
 

@@ -134,8 +134,15 @@ def _open_regular(path: str) -> int:
     return fd
 
 
+def check_errors(errors: object) -> str:
+    """``errors`` of ``tracecore.open``: "strict" or "replace"."""
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+    return str(errors)
+
+
 def parse_core(
-    path: str, *, format: str, threads: int, progress: bool = False
+    path: str, *, format: str, threads: int, progress: bool = False, errors: str = "strict"
 ) -> tuple[_core.Trace, SourceFile]:
     """The native core of ``path`` (no cache) and the file's identity taken before parsing.
     With ``progress``, parses that take over a second show a line on stderr with the size, the
@@ -151,7 +158,7 @@ def parse_core(
     try:
         with Progress(label, st.st_size, enabled=progress):
             # gzip data is decompressed by the core, into memory the parse reads in place.
-            core = _core.open_file(os.fsencode(path), format, threads)
+            core = _core.open_file(os.fsencode(path), format, threads, errors)
     except TraceFormatError as e:
         if head[:2] == _GZIP_MAGIC and str(e).endswith(_IN_GZIP):
             head = _gzip_head(path)

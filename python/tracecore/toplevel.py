@@ -9,7 +9,7 @@ from .checks import PathArg, check_flag, check_path, check_threads
 from .dataset import TraceSet
 from .logdir import event_files_below, is_event_file, open_event_file_set, open_log_directory
 from .opening import is_parquet_export, open_checked
-from .parsing import FORMATS
+from .parsing import FORMATS, check_errors
 from .profiles import find_profiles
 from .trace import Trace
 
@@ -21,12 +21,14 @@ def open(
     threads: int = 0,
     cache: bool = False,
     progress: bool = False,
+    errors: str = "strict",
 ) -> Trace | TraceSet:
     """Parses a TensorFlow trace dump into columnar tables.
 
     Args:
         path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``),
-            or an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX); gzip-compressed
+            an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX), or Chrome trace JSON
+            (timeline.py, XProf, JAX, PyTorch ``*.pt.trace.json``); gzip-compressed
             files are decompressed transparently. A TensorBoard event file (told by its
             content, with ``format="auto"``) gives a :class:`~tracecore.dataset.TraceSet` of its
             RunMetadata. A directory: one written by :meth:`Trace.to_parquet` (it has a
@@ -37,8 +39,9 @@ def open(
             a file that fails to load is reported in ``TraceSet.traces``; ``format`` and
             ``cache`` apply to each profile, ``threads`` is the number of files parsed at once,
             ``progress`` is not shown; ``cache`` and ``progress`` do not apply to event files).
-        format: ``"auto"`` (detect), ``"text"``, ``"binary"`` or ``"xspace"``. ``"auto"``
-            takes a file for an XSpace when its first plane has XPlane's structure, for
+        format: ``"auto"`` (detect), ``"text"``, ``"binary"``, ``"xspace"`` or ``"json"``.
+            ``"auto"`` takes a JSON object (or an array of events) for Chrome trace JSON, a file
+            for an XSpace when its first plane has XPlane's structure, for
             text when, after whitespace, it starts with a letter, ``_``, ``#`` or ``[`` and its
             first 64 KB hold no control bytes but whitespace; else for binary. A file that does
             not parse in the format taken is read in the other one if it parses there with no
@@ -51,6 +54,9 @@ def open(
             :meth:`Trace.to_parquet` is opened directly.
         progress: show a progress bar with MB/s on stderr for opens of a file that take over a
             second.
+        errors: ``"strict"``, or ``"replace"``: in Chrome trace JSON, invalid UTF-8, raw
+            control characters and lone surrogate escapes in strings become U+FFFD instead of
+            raising (as ``bytes.decode(errors="replace")``). Such a trace is not cached.
 
     Raises:
         TraceFormatError: the file is not a valid trace (the message says where and why), an
@@ -59,10 +65,12 @@ def open(
         OSError: the file cannot be read.
         TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
             ``progress`` not a bool).
-        ValueError: ``format`` is not one of the four, or ``threads`` is negative.
+        ValueError: ``format`` is not one of the five, ``errors`` not ``"strict"`` or
+            ``"replace"``, or ``threads`` is negative.
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
+    errors = check_errors(errors)
     threads = check_threads(threads)
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
@@ -76,4 +84,4 @@ def open(
             )
     elif format == "auto" and is_event_file(path_str):
         return open_event_file_set(path_str, threads=threads)
-    return open_checked(path_str, format, threads, cache, progress)
+    return open_checked(path_str, format, threads, cache, progress, errors)

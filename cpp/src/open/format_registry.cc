@@ -206,7 +206,9 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   std::shared_ptr<TraceTables> tables;
   try {
     try {
-      tables = EntryOf(format).read(file, options.threads);
+      tables = format == Format::kChromeJson && options.replace_invalid
+                   ? ReadChromeTrace(file, true)
+                   : EntryOf(format).read(file, options.threads);
       RejectEmptyWithUnknownFields(*tables, std::string_view(file.data(), file.size()), format);
     } catch (const TraceFormatError& e) {
       if (file.ShrankSinceOpen()) throw;

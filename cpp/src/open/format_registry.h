@@ -44,6 +44,9 @@ const std::vector<FormatEntry>& Formats();
 struct OpenOptions {
   std::string format = "auto";  // "auto" or a FormatEntry name
   int threads = 0;              // 0 = every core
+  // errors="replace": strings of Chrome trace JSON with invalid UTF-8 get U+FFFD (the other
+  // formats have no such option: their strings must be UTF-8).
+  bool replace_invalid = false;
 };
 
 // What the first bytes of an input say it is: the first format whose recogniser says kYes,

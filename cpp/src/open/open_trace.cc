@@ -56,11 +56,12 @@ bool HasDeferredEventStats(TraceKind kind) {
 }
 
 std::shared_ptr<TraceTables> OpenEventStats(const MappedFile& file, TraceKind kind,
-                                            size_t expected_events, const InflateLimits& limits) {
+                                            size_t expected_events, const InflateLimits& limits,
+                                            bool replace_invalid) {
   if (!HasDeferredEventStats(kind)) throw std::logic_error("OpenEventStats: no deferred event_stats");
   return ReadDecompressed(file, limits, [&](const MappedFile& f) {
     return kind == TraceKind::kXSpace ? ReadXSpaceEventStats(f, expected_events)
-                                      : ReadChromeEventStats(f, expected_events);
+                                      : ReadChromeEventStats(f, expected_events, replace_invalid);
   });
 }
 

@@ -32,6 +32,7 @@ bool HasDeferredEventStats(TraceKind kind);
 // events), decompressing it again when it is gzip (see ReadXSpaceEventStats,
 // ReadChromeEventStats).
 std::shared_ptr<TraceTables> OpenEventStats(const MappedFile& file, TraceKind kind,
-                                            size_t expected_events, const InflateLimits& limits = {});
+                                            size_t expected_events, const InflateLimits& limits = {},
+                                            bool replace_invalid = false);
 
 }  // namespace tracecore

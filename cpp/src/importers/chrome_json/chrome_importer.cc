@@ -685,15 +685,17 @@ std::shared_ptr<TraceTables> NewTables(const MappedFile& file) {
 
 bool LooksLikeChromeTrace(std::string_view input) { return chrome_json::LooksLikeChromeJson(input); }
 
-std::shared_ptr<TraceTables> ReadChromeTrace(const MappedFile& file) {
+std::shared_ptr<TraceTables> ReadChromeTrace(const MappedFile& file, bool replace_invalid) {
   auto tables = NewTables(file);
   TraceSink sink(*tables);
   sink.SetKind(TraceKind::kChromeTrace);
   sink.Reserve(file.data(), file.size(), true);
   sink.SetReleaser(file.data(), file.ConsumedRelease());
   Importer importer(sink, *tables, file.data(), Pass::kTables);
+  chrome_json::DecodeOptions options;
+  options.reader.replace_invalid = replace_invalid;
   const chrome_json::DecodeSummary summary =
-      chrome_json::DecodeChromeTrace(file.data(), file.data() + file.size(), importer);
+      chrome_json::DecodeChromeTrace(file.data(), file.data() + file.size(), importer, options);
   importer.Finish();
   tables->chrome.bare_array = summary.bare_array;
   tables->chrome.empty_objects = summary.empty_objects;
@@ -701,13 +703,16 @@ std::shared_ptr<TraceTables> ReadChromeTrace(const MappedFile& file) {
   return tables;
 }
 
-std::shared_ptr<TraceTables> ReadChromeEventStats(const MappedFile& file, size_t expected_events) {
+std::shared_ptr<TraceTables> ReadChromeEventStats(const MappedFile& file, size_t expected_events,
+                                                  bool replace_invalid) {
   auto tables = NewTables(file);
   TraceSink sink(*tables, false);
   sink.SetReleaser(file.data(), file.ConsumedRelease());
   Importer importer(sink, *tables, file.data(), Pass::kEventStats);
+  chrome_json::DecodeOptions options;
+  options.reader.replace_invalid = replace_invalid;
   try {
-    chrome_json::DecodeChromeTrace(file.data(), file.data() + file.size(), importer);
+    chrome_json::DecodeChromeTrace(file.data(), file.data() + file.size(), importer, options);
   } catch (const std::length_error&) {
     throw TraceFormatError::AtByte(
         0, "event_stats would hold more than 2 GiB in one column: too large for one Arrow column");

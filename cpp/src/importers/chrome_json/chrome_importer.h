@@ -34,12 +34,14 @@ namespace tracecore {
 bool LooksLikeChromeTrace(std::string_view input);
 
 // Reads `file` as Chrome trace JSON. Throws TraceFormatError (line and column) for bad input
-// or a time out of int64 range.
-std::shared_ptr<TraceTables> ReadChromeTrace(const MappedFile& file);
+// or a time out of int64 range. `replace_invalid` (errors="replace"): invalid UTF-8, raw
+// control characters and lone surrogate escapes in strings become U+FFFD, not errors.
+std::shared_ptr<TraceTables> ReadChromeTrace(const MappedFile& file, bool replace_invalid = false);
 
 // The event_stats table of the Chrome trace `file` (the other tables empty), whose
 // ReadChromeTrace gave `expected_events` events. Throws TraceFormatError as ReadChromeTrace,
 // and when the input no longer holds `expected_events` events (it changed since).
-std::shared_ptr<TraceTables> ReadChromeEventStats(const MappedFile& file, size_t expected_events);
+std::shared_ptr<TraceTables> ReadChromeEventStats(const MappedFile& file, size_t expected_events,
+                                                  bool replace_invalid = false);
 
 }  // namespace tracecore
