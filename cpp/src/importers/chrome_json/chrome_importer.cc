@@ -1,6 +1,7 @@
 #include "importers/chrome_json/chrome_importer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -385,10 +386,28 @@ class Importer : public chrome_json::ChromeEventVisitor {
     const bool has_addr = IntArg(e, "Addr", &addr);
     const bool has_total = IntArg(e, "Total Allocated", &total);
     const bool has_reserved = IntArg(e, "Total Reserved", &reserved);
-    std::string allocator = type == 0 ? "cpu" : type == 1 ? "cuda" : "type" + std::to_string(type);
-    if (device_id >= 0) allocator += ":" + std::to_string(device_id);
-    AddRecord(event_id, sink_.InternRepeated(allocator), e.ts_ns, bytes, has_total, total,
+    AddRecord(event_id, AllocatorId(type, device_id), e.ts_ns, bytes, has_total, total,
               has_addr, static_cast<uint64_t>(addr), has_reserved, reserved);
+  }
+
+  // "cpu", "cuda", "type<T>", with ":<device id>" when the id is not negative; the last one
+  // is remembered (a trace's memory events name a few allocators, over and over).
+  uint32_t AllocatorId(int64_t type, int64_t device_id) {
+    if (last_allocator_ != StringPool::kInvalidUtf8 && type == last_type_ && device_id == last_device_) {
+      return last_allocator_;
+    }
+    char buf[64];
+    int n = type == 0   ? std::snprintf(buf, sizeof buf, "cpu")
+            : type == 1 ? std::snprintf(buf, sizeof buf, "cuda")
+                        : std::snprintf(buf, sizeof buf, "type%lld", static_cast<long long>(type));
+    if (device_id >= 0) {
+      n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), ":%lld",
+                         static_cast<long long>(device_id));
+    }
+    last_type_ = type;
+    last_device_ = device_id;
+    last_allocator_ = sink_.InternRepeated(std::string_view(buf, static_cast<size_t>(n)));
+    return last_allocator_;
   }
 
   void AddRecord(int64_t event_id, uint32_t allocator, int64_t time_ns, int64_t bytes,
@@ -522,12 +541,16 @@ class Importer : public chrome_json::ChromeEventVisitor {
     }
   }
 
-  std::string IdText(const IdKey& k) const {
-    if (k.kind == static_cast<uint8_t>(IdField::Kind::kInt)) return std::to_string(k.value);
-    if (k.kind == static_cast<uint8_t>(IdField::Kind::kString)) {
-      return std::string(t_.pool.Get(static_cast<uint32_t>(k.value)));
+  // The id as text: an integer's decimal digits (into `buf`), a string's pool entry.
+  std::string_view IdText(const IdKey& k, char (&buf)[24]) const {
+    if (k.kind == static_cast<uint8_t>(IdField::Kind::kInt)) {
+      const int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(k.value));
+      return std::string_view(buf, static_cast<size_t>(n));
     }
-    return std::string();
+    if (k.kind == static_cast<uint8_t>(IdField::Kind::kString)) {
+      return t_.pool.Get(static_cast<uint32_t>(k.value));
+    }
+    return std::string_view();
   }
 
   void FinishDevices() {
@@ -540,8 +563,9 @@ class Importer : public chrome_json::ChromeEventVisitor {
       const auto th = thread_names_.find(k);
       const bool has_process = p != process_names_.end();
       const bool has_thread = th != thread_names_.end();
-      const uint32_t device = has_process ? p->second : sink_.Intern(IdText(k.pid));
-      const uint32_t line = has_thread ? th->second : sink_.Intern(IdText(k.tid));
+      char buf[24];
+      const uint32_t device = has_process ? p->second : sink_.Intern(IdText(k.pid, buf));
+      const uint32_t line = has_thread ? th->second : sink_.Intern(IdText(k.tid, buf));
       d.device[i] = device;
       d.line[i] = line;
       d.line_valid[i] = 1;
@@ -570,17 +594,24 @@ class Importer : public chrome_json::ChromeEventVisitor {
   EventOrder OrderEvents() const {
     const EventTable& e = t_.events;
     EventOrder o;
+    // Rows by track (a counting sort keeps file order), then each track's rows by start and
+    // end descending: most tracks are written in that order already, and are left as they are.
+    o.track_begin.assign(keys_.size() + 1, 0);
+    for (const int32_t d : e.device_index) ++o.track_begin[static_cast<size_t>(d) + 1];
+    for (size_t i = 1; i < o.track_begin.size(); ++i) o.track_begin[i] += o.track_begin[i - 1];
     o.rows.resize(e.size());
-    std::iota(o.rows.begin(), o.rows.end(), 0u);
-    std::sort(o.rows.begin(), o.rows.end(), [&e](uint32_t a, uint32_t b) {
-      if (e.device_index[a] != e.device_index[b]) return e.device_index[a] < e.device_index[b];
+    std::vector<size_t> next(o.track_begin.begin(), o.track_begin.end() - 1);
+    for (uint32_t r = 0; r < e.size(); ++r) o.rows[next[static_cast<size_t>(e.device_index[r])]++] = r;
+    const auto before = [&e](uint32_t a, uint32_t b) {
       if (e.start_ns[a] != e.start_ns[b]) return e.start_ns[a] < e.start_ns[b];
       if (e.end_ns[a] != e.end_ns[b]) return e.end_ns[a] > e.end_ns[b];
       return a < b;
-    });
-    o.track_begin.assign(keys_.size() + 1, 0);
-    for (const uint32_t r : o.rows) ++o.track_begin[static_cast<size_t>(e.device_index[r]) + 1];
-    for (size_t i = 1; i < o.track_begin.size(); ++i) o.track_begin[i] += o.track_begin[i - 1];
+    };
+    for (size_t d = 0; d + 1 < o.track_begin.size(); ++d) {
+      const auto first = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[d]);
+      const auto last = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[d + 1]);
+      if (!std::is_sorted(first, last, before)) std::sort(first, last, before);
+    }
     return o;
   }
 
@@ -643,7 +674,8 @@ class Importer : public chrome_json::ChromeEventVisitor {
       l.from_device_index.push_back(a.device);
       l.to_device_index.push_back(b.device);
       l.cat.push_back(a.cat);
-      l.flow_id.push_back(sink_.Intern(IdText(a.id)));
+      char buf[24];
+      l.flow_id.push_back(sink_.InternRepeated(IdText(a.id, buf)));
       l.name.push_back(a.name);
       l.from_ns.push_back(a.ts_ns);
       l.to_ns.push_back(b.ts_ns);
@@ -671,6 +703,8 @@ class Importer : public chrome_json::ChromeEventVisitor {
   std::unordered_map<TrackKey, uint32_t, TrackKeyHash> thread_names_;
   std::vector<int64_t> memory_totals_;  // timeline.py Memory counters: last value per series id
   std::vector<FlowPoint> flows_;
+  int64_t last_type_ = 0, last_device_ = 0;
+  uint32_t last_allocator_ = StringPool::kInvalidUtf8;
 };
 
 std::shared_ptr<TraceTables> NewTables(const MappedFile& file) {
