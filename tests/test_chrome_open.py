@@ -502,6 +502,15 @@ def test_open_many_takes_the_rank_from_distributed_info(tmp_path: Path) -> None:
     ]
     stragglers = ts.stragglers().to_pylist()
     assert stragglers[0]["slowest_rank"] == 1
+    # Dask: one partition per file, the rank from the file's head (gzip'ed too)
+    pytest.importorskip("dask.dataframe")
+    from tracecore import dask as tc_dask
+
+    (b.parent / "y.pt.trace.json.gz").write_bytes(gzip.compress(b.read_bytes()))
+    b.unlink()
+    events = tc_dask.read_traces(str(tmp_path / "*" / "*.pt.trace.json*")).compute()
+    assert sorted(set(events["rank"].tolist())) == [0, 1]
+    assert len(events) == 2 * 4
 
 
 def test_errors_replace_turns_bad_strings_into_u_fffd(tmp_path: Path) -> None:

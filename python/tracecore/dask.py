@@ -27,6 +27,7 @@ from .keying import (
     empty_table,
     error_message,
     file_keys,
+    head_stated_rank,
     keyed_table,
     resolve_paths,
 )
@@ -203,7 +204,8 @@ def read_traces(
             that fails to parse gives ``status="error"``), or a callable ``trace -> pyarrow.Table``
             run in the worker (e.g. ``lambda t: t.op_stats("op")``; times in its result are not
             aligned).
-        rank, step, align: as in :func:`tracecore.open_many` (read from the path on the client).
+        rank, step, align: as in :func:`tracecore.open_many` (read from the path on the client;
+            a Kineto trace's ``distributedInfo.rank`` from the first 64 KB of its file).
         strict: a file that fails to parse raises in the worker (default); with ``strict=False``
             it gives an empty partition (find such files with ``table="traces"``).
 
@@ -214,7 +216,9 @@ def read_traces(
 
     align = check_align(align)
     files = resolve_paths(paths)
-    ranks, rank_type, steps, step_type = file_keys(files, rank, step)
+    # The client reads no trace: a Kineto trace's own rank is found in its first 64 KB.
+    stated = [head_stated_rank(f) for f in files] if rank is None else None
+    ranks, rank_type, steps, step_type = file_keys(files, rank, step, stated)
 
     if table == "traces":
         meta_table = keyed_table(

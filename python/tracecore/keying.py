@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob as _glob
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -279,6 +280,24 @@ def stated_rank(trace: Any) -> int | None:
     info = trace.metadata.get("distributedInfo")
     value = info.get("rank") if isinstance(info, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_DISTRIBUTED_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(-?\d+)\s*[,}]')
+
+
+def head_stated_rank(path: str) -> int | None:
+    """:func:`stated_rank` read from the first 64 KB of a file (decompressed when gzip), without
+    parsing it: a Kineto trace's ``distributedInfo.rank`` when it comes before its events, as
+    PyTorch writes it; None otherwise (or when the file cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+        if head[:2] == b"\x1f\x8b":
+            head = zlib.decompressobj(wbits=31).decompress(head, 65536)
+    except (OSError, zlib.error):
+        return None
+    m = _DISTRIBUTED_RANK.search(head)
+    return int(m.group(1)) if m else None
 
 
 def key_order(value: Any) -> tuple[bool, Any]:
