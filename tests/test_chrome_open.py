@@ -525,3 +525,22 @@ def test_errors_replace_turns_bad_strings_into_u_fffd(tmp_path: Path) -> None:
     assert "loaded_from" not in t.stats  # not cached
     with pytest.raises(ValueError, match="errors must be 'strict' or 'replace', not 'ignore'"):
         tracecore.open(tmp_path / "t.json", errors="ignore")
+
+
+def test_timeline_py_memory_counters_replay(tmp_path: Path) -> None:
+    doc = json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 10, "dur": 5,
+         "args": {"name": "dense/MatMul", "op": "MatMul"}},
+        {"ph": "C", "cat": "Memory", "name": "GPU_0_bfc", "pid": 2, "tid": 0, "ts": 10,
+         "args": {"GPU_0_bfc": 256}},
+        {"ph": "C", "cat": "Memory", "name": "GPU_0_bfc", "pid": 2, "tid": 0, "ts": 12,
+         "args": {"GPU_0_bfc": 128}},
+    ]}).encode()
+    t = _open_bytes(tmp_path, doc)
+    records = t.replay(source="records")
+    assert records.peaks.to_pylist()[0]["peak_bytes"] == 256
+    live = records.live_at_peak("GPU_0_bfc").to_pylist()
+    assert [(r["event_id"], r["node_name"], r["bytes"]) for r in live] == [(-1, None, 256)]
+    in_use = t.replay(source="in_use")
+    assert [(r["time_ns"], r["bytes_in_use"]) for r in in_use.timeline.to_pylist()] == [
+        (10_000, 256), (12_000, 128)]

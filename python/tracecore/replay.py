@@ -100,7 +100,9 @@ class MemoryReplay:
                 }
             )
         records = self._trace.alloc_records.take(rows)
-        events = self._trace.events.take(records["event_id"])
+        # A record of no event (event_id -1: a timeline.py Memory counter) has no node name.
+        ids = records["event_id"]
+        events = self._trace.events.take(pc.if_else(pc.less(ids, 0), pa.scalar(None, pa.int64()), ids))
         columns = {
             "event_id": records["event_id"],
             "node_name": events["node_name"],
