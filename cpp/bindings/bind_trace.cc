@@ -117,11 +117,14 @@ py::object Schema(const std::string& name) {
 }
 
 // `path`: the file `file` maps ("" for bytes), for an XSpace's deferred event_stats.
+// `max_table_bytes`: the tables' budget, 0 for the default (OpenOptions).
 PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads,
-              const std::string& path = "") {
+              uint64_t max_table_bytes, const std::string& path = "") {
   OpenOptions options;
   options.format = format;
   options.threads = threads;
+  options.max_table_bytes = max_table_bytes;
+  options.table_budget_hint = "pass a larger max_table_bytes to tracecore.open to allow more";
   const auto start = std::chrono::steady_clock::now();
   PyTrace trace;
   InflateLimits limits;  // the defaults; what a Python user can do past them:
@@ -231,20 +234,24 @@ void RegisterTrace(py::module_& m) {
 
   m.def(
       "open_file",
-      [](const std::string& path, const std::string& format, int threads) {
+      [](const std::string& path, const std::string& format, int threads,
+         uint64_t max_table_bytes) {
         py::gil_scoped_release release;
-        return Parse(MappedFile::Open(path), format, threads, path);
+        return Parse(MappedFile::Open(path), format, threads, max_table_bytes, path);
       },
       py::arg("path"), py::arg("format") = "auto", py::arg("threads") = 0,
-      "Memory-maps and parses a trace file (gzip data is decompressed first).");
+      py::arg("max_table_bytes") = 0,
+      "Memory-maps and parses a trace file (gzip data is decompressed first); "
+      "max_table_bytes: the tables' memory budget, 0 for the default.");
   m.def(
       "open_bytes",
-      [](py::bytes data, const std::string& format, int threads) {
+      [](py::bytes data, const std::string& format, int threads, uint64_t max_table_bytes) {
         std::shared_ptr<MappedFile> file = MappedFile::FromBuffer(std::string(data));
         py::gil_scoped_release release;
-        return Parse(file, format, threads);
+        return Parse(file, format, threads, max_table_bytes);
       },
       py::arg("data"), py::arg("format") = "auto", py::arg("threads") = 0,
+      py::arg("max_table_bytes") = 0,
       "Parses a trace held in memory (gzip data is decompressed first).");
 }
 

@@ -57,6 +57,20 @@ def check_budget(value: object, what: str = "max_output_bytes") -> int:
     return n
 
 
+def check_table_budget(value: object) -> int:
+    """``max_table_bytes`` of an open: ``None`` (the default budget) as 0, else a number of
+    bytes from 1 to 2^64 - 1."""
+    if value is None:
+        return 0
+    n = check_budget(value, "max_table_bytes")
+    if n == 0:
+        raise ValueError(
+            "max_table_bytes must be a number of bytes from 1 to 2**64 - 1 (or None "
+            "for the default), not 0"
+        )
+    return n
+
+
 def check_threads(threads: object, what: str = "threads") -> int:
     """``threads`` checked (an int >= 0) and capped at a value the core accepts."""
     value = as_int(threads)

@@ -10,7 +10,14 @@ from importlib import resources
 from pathlib import Path
 
 from ._core import TraceFormatError
-from .checks import PathArg, check_flag, check_path, check_threads, display_path
+from .checks import (
+    PathArg,
+    check_flag,
+    check_path,
+    check_table_budget,
+    check_threads,
+    display_path,
+)
 from .parsing import FORMATS, parse_core
 from .trace import Trace
 
@@ -27,6 +34,7 @@ def open_trace(
     threads: int = 0,
     cache: bool = False,
     progress: bool = False,
+    max_table_bytes: int | None = None,
 ) -> Trace:
     """``tracecore.open`` of a trace file or a Parquet export: always a :class:`Trace` (a log
     directory is a TraceFormatError that names the profiles found in it)."""
@@ -35,7 +43,8 @@ def open_trace(
     threads = check_threads(threads)
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
-    return open_checked(check_path(path), format, threads, cache, progress)
+    max_table_bytes = check_table_budget(max_table_bytes)
+    return open_checked(check_path(path), format, threads, cache, progress, max_table_bytes)
 
 
 def is_parquet_export(directory: str) -> bool:
@@ -45,8 +54,16 @@ def is_parquet_export(directory: str) -> bool:
     return os.path.lexists(os.path.join(directory, META_FILE))
 
 
-def open_checked(path_str: str, format: str, threads: int, cache: bool, progress: bool) -> Trace:
-    """:func:`open_trace` of a path and arguments already checked."""
+def open_checked(
+    path_str: str,
+    format: str,
+    threads: int,
+    cache: bool,
+    progress: bool,
+    max_table_bytes: int = 0,
+) -> Trace:
+    """:func:`open_trace` of a path and arguments already checked (``max_table_bytes``: 0 for
+    the default budget)."""
     if os.path.isdir(path_str):
         if not is_parquet_export(path_str):
             raise _not_a_trace_directory(path_str)
@@ -54,8 +71,20 @@ def open_checked(path_str: str, format: str, threads: int, cache: bool, progress
     if cache:
         from .cache import open_cached
 
-        return open_cached(path_str, format=format, threads=threads, progress=progress)
-    core, source_file = parse_core(path_str, format=format, threads=threads, progress=progress)
+        return open_cached(
+            path_str,
+            format=format,
+            threads=threads,
+            progress=progress,
+            max_table_bytes=max_table_bytes,
+        )
+    core, source_file = parse_core(
+        path_str,
+        format=format,
+        threads=threads,
+        progress=progress,
+        max_table_bytes=max_table_bytes,
+    )
     return Trace.from_core(core, path_str, source_file)
 
 
