@@ -110,12 +110,12 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, Encoding form
     const auto* data = reinterpret_cast<const uint8_t*>(begin);
     const TraceKind kind = binary_kind;
     std::vector<BinaryUnit> units;
-    if (!PlanBinaryUnits(data, file.size(), kind, &units, FileRelease(file)) || units.size() < 2) {
+    bool any_device = false;
+    if (!PlanBinaryUnits(data, file.size(), kind, &units, &any_device, FileRelease(file)) ||
+        units.size() < 2) {
       return nullptr;
     }
     file.ReleaseConsumed(0, file.size());  // what the walk mapped last (see ParseBinaryEitherKind)
-    bool any_device = false;
-    for (const BinaryUnit& u : units) any_device = any_device || u.kind == BinaryUnit::kDeviceStepStats;
     if (!any_device) return nullptr;  // the sequential parse checks for known fields
     // Contiguous runs of units of about equal byte size.
     std::vector<size_t> cuts{0};
