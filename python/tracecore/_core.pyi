@@ -41,6 +41,9 @@ def window(trace: Trace, start_ns: int, end_ns: int) -> npt.NDArray[np.int64]: .
 def occupancy(
     trace: Trace, bin_ns: int | None, max_output_bytes: int = ...
 ) -> tuple[object, object]: ...
+def occupancy_bin_rows(trace: Trace, bin_ns: int) -> int: ...
+
+OCCUPANCY_BIN_ROW_BYTES: int
 
 DEFAULT_MAX_OUTPUT_BYTES: int
 def replay(

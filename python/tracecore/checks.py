@@ -57,6 +57,16 @@ def check_budget(value: object, what: str = "max_output_bytes") -> int:
     return n
 
 
+def check_bin_ns(value: object) -> int | None:
+    """``bin_ns`` of an occupancy query: ``None`` or a positive int of nanoseconds."""
+    if value is None:
+        return None
+    bin_ns = check_ns(value, "bin_ns")
+    if bin_ns <= 0:
+        raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
+    return bin_ns
+
+
 def check_table_budget(value: object) -> int:
     """``max_table_bytes`` of an open: ``None`` (the default budget) as 0, else a number of
     bytes from 1 to 2^64 - 1."""
