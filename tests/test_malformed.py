@@ -313,8 +313,11 @@ def _child_main(job_path: str) -> int:
 # --------------------------------------------------------------------------------------------
 # Parent side
 # --------------------------------------------------------------------------------------------
-def run_children(jobs: list[dict], workdir: Path) -> list[dict]:
-    """Runs the jobs in concurrent child processes; fails the test if any crashes or hangs."""
+def run_children(
+    jobs: list[dict], workdir: Path, script: Path | None = None, env: dict | None = None
+) -> list[dict]:
+    """Runs the jobs in concurrent child processes (``python SCRIPT JOB.json``, this file by
+    default, with environment `env`); fails the test if any crashes or hangs."""
     procs = []
     for i, job in enumerate(jobs):
         wd = workdir / f"child{i}"
@@ -323,8 +326,8 @@ def run_children(jobs: list[dict], workdir: Path) -> list[dict]:
         (wd / "job.json").write_text(json.dumps(job))
         stderr = open(wd / "stderr.txt", "w")  # noqa: SIM115 - closed below
         proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), str(wd / "job.json")],
-            stdout=subprocess.DEVNULL, stderr=stderr, cwd=str(wd),
+            [sys.executable, str(script or Path(__file__).resolve()), str(wd / "job.json")],
+            stdout=subprocess.DEVNULL, stderr=stderr, cwd=str(wd), env=env,
         )
         procs.append((proc, wd, stderr))
     problems = []

@@ -117,6 +117,16 @@ void RegisterQueries(py::module_& m) {
       },
       py::arg("trace"), py::arg("bin_ns"), py::arg("max_output_bytes") = query::kDefaultMaxOutputBytes);
 
+  m.def(
+      "occupancy_bin_rows",
+      [](const PyTrace& trace, int64_t bin_ns) {
+        py::gil_scoped_release release;
+        return query::OccupancyBinRows(*trace.tables, bin_ns);
+      },
+      py::arg("trace"), py::arg("bin_ns"),
+      "The rows occupancy(bin_ns) would make (capped at 2**64 - 1), without making them.");
+  m.attr("OCCUPANCY_BIN_ROW_BYTES") = query::kOccupancyBinRowBytes;
+
   m.attr("DEFAULT_MAX_OUTPUT_BYTES") = query::kDefaultMaxOutputBytes;
 
   m.def(

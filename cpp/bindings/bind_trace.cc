@@ -118,11 +118,14 @@ py::object Schema(const std::string& name) {
 }
 
 // `path`: the file `file` maps ("" for bytes), for an XSpace's deferred event_stats.
+// `max_table_bytes`: the tables' budget, 0 for the default (OpenOptions).
 PyTrace Parse(const std::shared_ptr<MappedFile>& file, const std::string& format, int threads,
-              const std::string& path, const std::string& errors) {
+              uint64_t max_table_bytes, const std::string& path, const std::string& errors) {
   OpenOptions options;
   options.format = format;
   options.threads = threads;
+  options.max_table_bytes = max_table_bytes;
+  options.table_budget_hint = "pass a larger max_table_bytes to tracecore.open to allow more";
   if (errors != "strict" && errors != "replace") {
     throw std::invalid_argument("errors must be 'strict' or 'replace', not '" + errors + "'");
   }
@@ -254,22 +257,26 @@ void RegisterTrace(py::module_& m) {
 
   m.def(
       "open_file",
-      [](const std::string& path, const std::string& format, int threads, const std::string& errors) {
+      [](const std::string& path, const std::string& format, int threads,
+         uint64_t max_table_bytes, const std::string& errors) {
         py::gil_scoped_release release;
-        return Parse(MappedFile::Open(path), format, threads, path, errors);
+        return Parse(MappedFile::Open(path), format, threads, max_table_bytes, path, errors);
       },
       py::arg("path"), py::arg("format") = "auto", py::arg("threads") = 0,
-      py::arg("errors") = "strict",
-      "Memory-maps and parses a trace file (gzip data is decompressed first).");
+      py::arg("max_table_bytes") = 0, py::arg("errors") = "strict",
+      "Memory-maps and parses a trace file (gzip data is decompressed first); "
+      "max_table_bytes: the tables' memory budget, 0 for the default; errors: 'strict' or "
+      "'replace' (Chrome trace JSON strings).");
   m.def(
       "open_bytes",
-      [](py::bytes data, const std::string& format, int threads, const std::string& errors) {
+      [](py::bytes data, const std::string& format, int threads, uint64_t max_table_bytes,
+         const std::string& errors) {
         std::shared_ptr<MappedFile> file = MappedFile::FromBuffer(std::string(data));
         py::gil_scoped_release release;
-        return Parse(file, format, threads, "", errors);
+        return Parse(file, format, threads, max_table_bytes, "", errors);
       },
       py::arg("data"), py::arg("format") = "auto", py::arg("threads") = 0,
-      py::arg("errors") = "strict",
+      py::arg("max_table_bytes") = 0, py::arg("errors") = "strict",
       "Parses a trace held in memory (gzip data is decompressed first).");
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "importers/stepstats/binary/binary_parser.h"
 #include "trace_fixture.h"
 #include "unit_test.h"
 
@@ -148,4 +149,28 @@ TEST(StepStatsBinary, TruncatedInputGivesTheByteOffset) {
                     "byte offset " + std::to_string(second_length) + ": length " +
                         std::to_string(MemcpyBlock().size()) + " runs past the end");
   EXPECT_THROW_WITH(ReadBinary(""), TraceFormatError, "byte offset 0: empty input");
+}
+
+TEST(StepStatsBinary, TheParallelPlanJoinsSmallFields) {
+  // 10,000 empty device blocks, then one of 100,000 empty records: two units, not one per
+  // field (a unit is 24 bytes, such a field 2).
+  std::string dump;
+  for (int i = 0; i < 10000; ++i) dump += L(1, "");
+  std::string records;
+  for (int i = 0; i < 100000; ++i) records += L(2, "");
+  dump += L(1, L(1, kGpu) + records);
+  std::vector<BinaryUnit> units;
+  bool any_device = false;
+  const auto* data = reinterpret_cast<const uint8_t*>(dump.data());
+  EXPECT_TRUE(PlanBinaryUnits(data, dump.size(), TraceKind::kStepStats, &units, &any_device));
+  EXPECT_TRUE(any_device);
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_TRUE(units[0].kind == BinaryUnit::kStepStatsField);  // the small blocks, whole fields
+  EXPECT_TRUE(units[0].begin == data && units[0].end == data + 20000);
+  EXPECT_TRUE(units[1].kind == BinaryUnit::kDeviceStepStats);  // the large one's payload
+  EXPECT_TRUE(units[1].end == data + dump.size());
+  // Every block and record is read.
+  const auto one = ReadBinary(dump);
+  EXPECT_EQ(one->devices.size(), 10001u);
+  EXPECT_EQ(one->events.size(), 100000u);
 }

@@ -27,10 +27,18 @@ class Trace:
 
 def schema(name: str) -> object: ...
 def open_file(
-    path: str | bytes, format: str = "auto", threads: int = 0, errors: str = "strict"
+    path: str | bytes,
+    format: str = "auto",
+    threads: int = 0,
+    max_table_bytes: int = 0,
+    errors: str = "strict",
 ) -> Trace: ...
 def open_bytes(
-    data: bytes, format: str = "auto", threads: int = 0, errors: str = "strict"
+    data: bytes,
+    format: str = "auto",
+    threads: int = 0,
+    max_table_bytes: int = 0,
+    errors: str = "strict",
 ) -> Trace: ...
 def overlaps(
     trace: Trace,
@@ -43,6 +51,9 @@ def window(trace: Trace, start_ns: int, end_ns: int) -> npt.NDArray[np.int64]: .
 def occupancy(
     trace: Trace, bin_ns: int | None, max_output_bytes: int = ...
 ) -> tuple[object, object]: ...
+def occupancy_bin_rows(trace: Trace, bin_ns: int) -> int: ...
+
+OCCUPANCY_BIN_ROW_BYTES: int
 
 DEFAULT_MAX_OUTPUT_BYTES: int
 def replay(

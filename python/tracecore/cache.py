@@ -108,10 +108,16 @@ def _checksum(manifest: dict[str, Any]) -> str:
 
 
 def open_cached(
-    path: str, *, format: str = "auto", threads: int = 0, progress: bool = False
+    path: str,
+    *,
+    format: str = "auto",
+    threads: int = 0,
+    progress: bool = False,
+    max_table_bytes: int = 0,
 ) -> Trace:
-    """Opens ``path`` from its cache entry if there is a valid one, else parses it and writes
-    the entry. ``format`` other than "auto" must match the cached format to count as a hit."""
+    """Opens ``path`` from its cache entry if there is a valid one, else parses it (within
+    ``max_table_bytes``, 0 for the default budget) and writes the entry. ``format`` other than
+    "auto" must match the cached format to count as a hit."""
     start = time.perf_counter()
     abs_path = os.path.abspath(path)
     st = os.stat(abs_path)
@@ -136,7 +142,9 @@ def open_cached(
                 load_seconds=time.perf_counter() - start,
             )
 
-    core, parsed = parse_core(path, format=format, threads=threads, progress=progress)
+    core, parsed = parse_core(
+        path, format=format, threads=threads, progress=progress, max_table_bytes=max_table_bytes
+    )
     trace = Trace.from_core(core, path, parsed)
     # Cache only what was parsed from the file as stat'ed above (it may change meanwhile).
     if (parsed.size, parsed.mtime_ns) == (st.st_size, st.st_mtime_ns):

@@ -57,6 +57,30 @@ def check_budget(value: object, what: str = "max_output_bytes") -> int:
     return n
 
 
+def check_bin_ns(value: object) -> int | None:
+    """``bin_ns`` of an occupancy query: ``None`` or a positive int of nanoseconds."""
+    if value is None:
+        return None
+    bin_ns = check_ns(value, "bin_ns")
+    if bin_ns <= 0:
+        raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
+    return bin_ns
+
+
+def check_table_budget(value: object) -> int:
+    """``max_table_bytes`` of an open: ``None`` (the default budget) as 0, else a number of
+    bytes from 1 to 2^64 - 1."""
+    if value is None:
+        return 0
+    n = check_budget(value, "max_table_bytes")
+    if n == 0:
+        raise ValueError(
+            "max_table_bytes must be a number of bytes from 1 to 2**64 - 1 (or None "
+            "for the default), not 0"
+        )
+    return n
+
+
 def check_threads(threads: object, what: str = "threads") -> int:
     """``threads`` checked (an int >= 0) and capped at a value the core accepts."""
     value = as_int(threads)

@@ -26,7 +26,16 @@ import pyarrow.compute as pc
 
 from . import _core
 from ._arrow import checked_aggregate, to_numpy
-from .checks import PathArg, as_int, check_flag, check_ns, check_threads, display_path
+from .checks import (
+    PathArg,
+    as_int,
+    check_bin_ns,
+    check_budget,
+    check_flag,
+    check_ns,
+    check_threads,
+    display_path,
+)
 from .keying import (
     KeySpec,
     Member,
@@ -374,6 +383,26 @@ class TraceSet(TableAttributes):
             [(c, "ascending") for c in group] + [("total_ns", "descending"), ("key", "ascending")]
         )
 
+    def _check_bins_budget(self, bin_ns: int, max_output_bytes: int) -> None:
+        """Raises the ValueError of :meth:`occupancy` when the bins of every trace, keyed,
+        would pass ``max_output_bytes``."""
+        one = pa.table({"_": pa.array([0], pa.int8())})
+        rows = total = 0
+        for i, t, r, s, _ in self._loaded():
+            n = t._occupancy_bin_rows(bin_ns)
+            # The key columns' bytes per row (a one-row table's: a string's offsets counted
+            # twice, on the safe side).
+            key_bytes = self._keyed(one, "", i, r, s, 0).nbytes - one.nbytes
+            rows += n
+            total += n * (_core.OCCUPANCY_BIN_ROW_BYTES + key_bytes)
+        if total > max_output_bytes:
+            raise ValueError(
+                f"TraceSet.occupancy(bin_ns={bin_ns}) would make {rows} rows over "
+                f"{self.n_traces} traces, {total} bytes with their key columns, over the output "
+                f"budget of {max_output_bytes} bytes (choose a larger bin_ns, or raise "
+                f"max_output_bytes)"
+            )
+
     def occupancy(
         self,
         *,
@@ -385,13 +414,19 @@ class TraceSet(TableAttributes):
         """:meth:`Trace.occupancy` of every trace with trace_id, rank, step (``bin_start_ns``
         aligned). ``per="rank"`` / ``"step"`` / ``"all"`` (without bins): summed per device
         string: n_events, busy_ns, span_ns and idle_gaps summed, utilization = busy/span,
-        max_concurrency the max. ``max_output_bytes``: per trace, as in :meth:`Trace.occupancy`."""
+        max_concurrency the max. ``max_output_bytes`` bounds the whole result: with ``bin_ns``,
+        every trace's bins, each row counted at 32 bytes plus its key columns, are counted
+        before any is made, and a ValueError says when they would pass it."""
+        bin_ns = check_bin_ns(bin_ns)
+        max_output_bytes = check_budget(max_output_bytes)
+        if bin_ns is not None:
+            if per != "trace":
+                raise ValueError("occupancy with bin_ns is per trace; use per='trace'")
+            self._check_bins_budget(bin_ns, max_output_bytes)
         table = self.map(
             lambda t: t.occupancy(by=by, bin_ns=bin_ns, max_output_bytes=max_output_bytes)
         )
         if bin_ns is not None:
-            if per != "trace":
-                raise ValueError("occupancy with bin_ns is per trace; use per='trace'")
             offsets = pa.array(np.array(self._offsets, dtype=np.int64)).take(table["trace_id"])
             i = table.schema.get_field_index("bin_start_ns")
             return table.set_column(

@@ -10,7 +10,14 @@ from importlib import resources
 from pathlib import Path
 
 from ._core import TraceFormatError
-from .checks import PathArg, check_flag, check_path, check_threads, display_path
+from .checks import (
+    PathArg,
+    check_flag,
+    check_path,
+    check_table_budget,
+    check_threads,
+    display_path,
+)
 from .parsing import FORMATS, check_errors, parse_core
 from .trace import Trace
 
@@ -27,6 +34,7 @@ def open_trace(
     threads: int = 0,
     cache: bool = False,
     progress: bool = False,
+    max_table_bytes: int | None = None,
     errors: str = "strict",
 ) -> Trace:
     """``tracecore.open`` of a trace file or a Parquet export: always a :class:`Trace` (a log
@@ -36,8 +44,11 @@ def open_trace(
     threads = check_threads(threads)
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
+    max_table_bytes = check_table_budget(max_table_bytes)
     errors = check_errors(errors)
-    return open_checked(check_path(path), format, threads, cache, progress, errors)
+    return open_checked(
+        check_path(path), format, threads, cache, progress, max_table_bytes, errors
+    )
 
 
 def is_parquet_export(directory: str) -> bool:
@@ -48,10 +59,17 @@ def is_parquet_export(directory: str) -> bool:
 
 
 def open_checked(
-    path_str: str, format: str, threads: int, cache: bool, progress: bool, errors: str = "strict"
+    path_str: str,
+    format: str,
+    threads: int,
+    cache: bool,
+    progress: bool,
+    max_table_bytes: int = 0,
+    errors: str = "strict",
 ) -> Trace:
-    """:func:`open_trace` of a path and arguments already checked (``errors="replace"``
-    bypasses the cache: its tables are not the file's)."""
+    """:func:`open_trace` of a path and arguments already checked (``max_table_bytes``: 0 for
+    the default budget; ``errors="replace"`` bypasses the cache: its tables are not the
+    file's)."""
     if os.path.isdir(path_str):
         if not is_parquet_export(path_str):
             raise _not_a_trace_directory(path_str)
@@ -59,9 +77,20 @@ def open_checked(
     if cache and errors == "strict":
         from .cache import open_cached
 
-        return open_cached(path_str, format=format, threads=threads, progress=progress)
+        return open_cached(
+            path_str,
+            format=format,
+            threads=threads,
+            progress=progress,
+            max_table_bytes=max_table_bytes,
+        )
     core, source_file = parse_core(
-        path_str, format=format, threads=threads, progress=progress, errors=errors
+        path_str,
+        format=format,
+        threads=threads,
+        progress=progress,
+        max_table_bytes=max_table_bytes,
+        errors=errors,
     )
     return Trace.from_core(core, path_str, source_file)
 

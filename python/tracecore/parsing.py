@@ -142,11 +142,18 @@ def check_errors(errors: object) -> str:
 
 
 def parse_core(
-    path: str, *, format: str, threads: int, progress: bool = False, errors: str = "strict"
+    path: str,
+    *,
+    format: str,
+    threads: int,
+    progress: bool = False,
+    max_table_bytes: int = 0,
+    errors: str = "strict",
 ) -> tuple[_core.Trace, SourceFile]:
     """The native core of ``path`` (no cache) and the file's identity taken before parsing.
     With ``progress``, parses that take over a second show a line on stderr with the size, the
-    elapsed time and the throughput (see :mod:`.progress`).
+    elapsed time and the throughput (see :mod:`.progress`). ``max_table_bytes``: the tables'
+    memory budget, 0 for the default (see :func:`tracecore.open`).
 
     Raises:
         TraceFormatError: not a valid trace; the message starts with the path.
@@ -158,7 +165,7 @@ def parse_core(
     try:
         with Progress(label, st.st_size, enabled=progress):
             # gzip data is decompressed by the core, into memory the parse reads in place.
-            core = _core.open_file(os.fsencode(path), format, threads, errors)
+            core = _core.open_file(os.fsencode(path), format, threads, max_table_bytes, errors)
     except TraceFormatError as e:
         if head[:2] == _GZIP_MAGIC and str(e).endswith(_IN_GZIP):
             head = _gzip_head(path)

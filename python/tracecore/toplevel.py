@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .checks import PathArg, check_flag, check_path, check_threads
+from .checks import PathArg, check_flag, check_path, check_table_budget, check_threads
 from .dataset import TraceSet
 from .logdir import event_files_below, is_event_file, open_event_file_set, open_log_directory
 from .opening import is_parquet_export, open_checked
@@ -21,6 +21,7 @@ def open(
     threads: int = 0,
     cache: bool = False,
     progress: bool = False,
+    max_table_bytes: int | None = None,
     errors: str = "strict",
 ) -> Trace | TraceSet:
     """Parses a TensorFlow trace dump into columnar tables.
@@ -54,6 +55,11 @@ def open(
             :meth:`Trace.to_parquet` is opened directly.
         progress: show a progress bar with MB/s on stderr for opens of a file that take over a
             second.
+        max_table_bytes: the memory budget of the parsed tables, in bytes: a parse whose
+            columns would pass it stops with a TraceFormatError that says where it got to.
+            ``None``: 16 bytes per byte of the file (of its decompressed data for gzip), at
+            least 64 MiB; dumps take under 8, only degenerate input (empty records) more. For a
+            trace file; the traces of a log directory or an event file get the default.
         errors: ``"strict"``, or ``"replace"``: in Chrome trace JSON, invalid UTF-8, raw
             control characters and lone surrogate escapes in strings become U+FFFD instead of
             raising (as ``bytes.decode(errors="replace")``). Such a trace is not cached.
@@ -63,10 +69,11 @@ def open(
             event file holds no RunMetadata, or a directory is neither a Parquet export nor a
             log directory with RunMetadata or profiles (the message says what it holds).
         OSError: the file cannot be read.
-        TypeError: an argument of the wrong type (``threads`` not an int, ``cache`` or
-            ``progress`` not a bool).
+        TypeError: an argument of the wrong type (``threads`` or ``max_table_bytes`` not an
+            int, ``cache`` or ``progress`` not a bool).
         ValueError: ``format`` is not one of the five, ``errors`` not ``"strict"`` or
-            ``"replace"``, or ``threads`` is negative.
+            ``"replace"``, ``threads`` is negative or ``max_table_bytes`` is not a number of
+            bytes from 1 to 2**64 - 1.
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {format!r}")
@@ -74,6 +81,7 @@ def open(
     threads = check_threads(threads)
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
+    max_table_bytes = check_table_budget(max_table_bytes)
     path_str = check_path(path)
     if os.path.isdir(path_str) and not is_parquet_export(path_str):
         profiles = find_profiles(path_str)
@@ -84,4 +92,4 @@ def open(
             )
     elif format == "auto" and is_event_file(path_str):
         return open_event_file_set(path_str, threads=threads)
-    return open_checked(path_str, format, threads, cache, progress, errors)
+    return open_checked(path_str, format, threads, cache, progress, max_table_bytes, errors)

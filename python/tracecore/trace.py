@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from . import _core
 from ._arrow import array, table_from_capsules
-from .checks import check_budget, check_flag, check_ns
+from .checks import check_bin_ns, check_budget, check_flag, check_ns
 from .replay import MemoryReplay, replay
 from .traceinfo import SourceFile, TraceInfo
 
@@ -315,12 +315,17 @@ class Trace(TableAttributes):
             raise ValueError(
                 f"occupancy is computed per device block; by must be 'device', not {by!r}"
             )
-        if bin_ns is not None:
-            bin_ns = check_ns(bin_ns, "bin_ns")
-            if bin_ns <= 0:
-                raise ValueError(f"bin_ns must be a positive number of nanoseconds, not {bin_ns!r}")
+        bin_ns = check_bin_ns(bin_ns)
         max_output_bytes = check_budget(max_output_bytes)
         return table_from_capsules(_core.occupancy(self._ensure_core(), bin_ns, max_output_bytes))
+
+    def _occupancy_bin_rows(self, bin_ns: int) -> int:
+        """The rows ``occupancy(bin_ns=bin_ns)`` would make (one per device block and bin),
+        without making them."""
+        checked = check_bin_ns(bin_ns)
+        if checked is None:
+            raise TypeError("bin_ns must be an int, not None")
+        return _core.occupancy_bin_rows(self._ensure_core(), checked)
 
     def replay(
         self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None

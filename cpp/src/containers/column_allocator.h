@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "containers/column_budget.h"
 #include "core/huge_pages.h"
 
 namespace tracecore {
@@ -121,11 +122,21 @@ struct ColumnAllocator {
   template <class U>
   ColumnAllocator(const ColumnAllocator<U>&) noexcept {}  // NOLINT: as std::allocator
 
+  // Charged to the thread's ColumnBudget, if any, before the memory is taken.
   T* allocate(size_t n) {
     if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
-    return static_cast<T*>(column_memory::Allocate(n * sizeof(T)));
+    ColumnBudget::Charge(n * sizeof(T));
+    try {
+      return static_cast<T*>(column_memory::Allocate(n * sizeof(T)));
+    } catch (...) {
+      ColumnBudget::Refund(n * sizeof(T));
+      throw;
+    }
   }
-  void deallocate(T* p, size_t n) noexcept { column_memory::Free(p, n * sizeof(T)); }
+  void deallocate(T* p, size_t n) noexcept {
+    column_memory::Free(p, n * sizeof(T));
+    ColumnBudget::Refund(n * sizeof(T));
+  }
 
   template <class U>
   bool operator==(const ColumnAllocator<U>&) const noexcept { return true; }

@@ -1,9 +1,11 @@
 #include "open/format_registry.h"
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
+#include "containers/column_budget.h"
 #include "core/error.h"
 #include "importers/chrome_json/chrome_importer.h"
 #include "importers/stepstats/stepstats_importer.h"
@@ -185,7 +187,61 @@ Format DetectFormat(std::string_view input) {
   return maybe->format;
 }
 
+namespace {
+
+// The error for tables past `options`' budget, located where the parse had got to.
+TraceFormatError OverBudget(const MappedFile& file, const OpenOptions& options,
+                            const ColumnBudgetExceeded& e) {
+  std::string what = e.what();
+  if (options.max_table_bytes == 0) {
+    what += ", the budget for this input (max_table_bytes: by default " +
+            std::to_string(OpenOptions::kTableBytesPerInputByte) + " times its " +
+            std::to_string(file.size()) + " bytes, at least " +
+            std::to_string(OpenOptions::kMinTableBytes) +
+            "; traces take under 8 times their size, records of one or two bytes up to 50)";
+  } else {
+    what += " (max_table_bytes)";
+  }
+  what += "; " + options.table_budget_hint;
+  const char* begin = file.data();
+  if (e.at == nullptr || e.at < begin || e.at > begin + file.size()) return TraceFormatError(what);
+  if (!e.text) return TraceFormatError::AtByte(static_cast<uint64_t>(e.at - begin), what);
+  uint64_t line = 1;
+  const char* line_start = begin;
+  for (const char* p = begin; p < e.at; ++p) {
+    if (*p == '\n') {
+      ++line;
+      line_start = p + 1;
+    }
+  }
+  return TraceFormatError::AtText(line, static_cast<uint64_t>(e.at - line_start) + 1, what);
+}
+
+std::shared_ptr<TraceTables> ParseWithinBudget(const MappedFile& file, const OpenOptions& options);
+
+}  // namespace
+
+uint64_t OpenOptions::TableBudget(uint64_t input_bytes) const {
+  if (max_table_bytes != 0) return max_table_bytes;
+  const uint64_t by_size = input_bytes > UINT64_MAX / kTableBytesPerInputByte
+                               ? UINT64_MAX
+                               : input_bytes * kTableBytesPerInputByte;
+  return std::max(by_size, kMinTableBytes);
+}
+
 std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options) {
+  ColumnBudget budget(options.TableBudget(file.size()));
+  ColumnBudget::Scope scope(&budget);
+  try {
+    return ParseWithinBudget(file, options);
+  } catch (const ColumnBudgetExceeded& e) {
+    throw OverBudget(file, options, e);
+  }
+}
+
+namespace {
+
+std::shared_ptr<TraceTables> ParseWithinBudget(const MappedFile& file, const OpenOptions& options) {
   const bool detected = options.format == "auto";
   Format format;
   if (detected) {
@@ -256,5 +312,7 @@ std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOption
   if (file.ShrankSinceOpen()) throw Truncated();
   return tables;
 }
+
+}  // namespace
 
 }  // namespace tracecore

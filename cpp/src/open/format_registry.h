@@ -42,11 +42,27 @@ struct FormatEntry {
 const std::vector<FormatEntry>& Formats();
 
 struct OpenOptions {
+  // The tables' memory budget by default: kTableBytesPerInputByte bytes per byte parsed, at
+  // least kMinTableBytes. Dumps TensorFlow and profilers write take under 8 bytes of tables
+  // per byte (the samples: text 0.5, binary 2, XSpace 6); records of one or two bytes (an
+  // empty node_stats) take about 100 bytes each, up to 50 per byte.
+  static constexpr uint64_t kTableBytesPerInputByte = 16;
+  static constexpr uint64_t kMinTableBytes = uint64_t{64} << 20;
+
   std::string format = "auto";  // "auto" or a FormatEntry name
   int threads = 0;              // 0 = every core
   // errors="replace": strings of Chrome trace JSON with invalid UTF-8 get U+FFFD (the other
   // formats have no such option: their strings must be UTF-8).
   bool replace_invalid = false;
+  // Most bytes the tables' columns may take while the input is parsed (ColumnBudget; room
+  // reserved ahead counts): past it, a TraceFormatError at the position reached. 0: the
+  // default above.
+  uint64_t max_table_bytes = 0;
+  // Appended to that error: how the caller raises the budget.
+  std::string table_budget_hint = "a larger max_table_bytes allows more";
+
+  // The budget for `input_bytes` of input.
+  uint64_t TableBudget(uint64_t input_bytes) const;
 };
 
 // What the first bytes of an input say it is: the first format whose recogniser says kYes,
@@ -57,8 +73,8 @@ Format DetectFormat(std::string_view input);
 // The name of a format ("text", "binary", "xspace", "json").
 const char* FormatName(Format format);
 
-// Parses a whole input. Throws TraceFormatError for bad input, std::invalid_argument for bad
-// options.
+// Parses a whole input. Throws TraceFormatError for bad input or tables past the budget
+// (OpenOptions::max_table_bytes), std::invalid_argument for bad options.
 std::shared_ptr<TraceTables> ParseTrace(const MappedFile& file, const OpenOptions& options);
 
 }  // namespace tracecore

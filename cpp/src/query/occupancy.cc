@@ -103,27 +103,50 @@ std::string Decimal(__int128 v) {  // v >= 0; may pass 2^64 (bins x devices)
   return digits;
 }
 
-}  // namespace
+// The bins of OccupancyBins: from t0, n_bins per device block, rows in all (none without
+// events).
+struct Bins {
+  int64_t t0 = 0;
+  __int128 n_bins = 0;
+  __int128 rows = 0;
+};
 
-OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns, uint64_t max_output_bytes) {
+Bins PlanBins(const TraceTables& t, int64_t bin_ns) {
   if (bin_ns <= 0) throw std::invalid_argument("bin_ns must be positive");
   CheckQueryable(t.events);
-  OccupancyBinsTable out;
   const EventTable& e = t.events;
-  if (e.size() == 0) return out;
+  Bins b;
+  if (e.size() == 0) return b;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;
   for (size_t i = 0; i < e.size(); ++i) {
     t0 = std::min(t0, e.start_ns[i]);
     t1 = std::max(t1, std::max(e.end_ns[i], e.start_ns[i]));
   }
   const __int128 range = static_cast<__int128>(t1) - t0;
-  __int128 n_bins = (range + bin_ns - 1) / bin_ns;
-  if (n_bins < 1) n_bins = 1;
-  const __int128 rows = n_bins * static_cast<__int128>(t.devices.size());
-  constexpr uint64_t kRowBytes = 32;  // device_index, device, bin_start_ns, busy_ns, fraction
-  if (rows > static_cast<__int128>(max_output_bytes / kRowBytes)) {
+  b.t0 = t0;
+  b.n_bins = std::max<__int128>((range + bin_ns - 1) / bin_ns, 1);
+  b.rows = b.n_bins * static_cast<__int128>(t.devices.size());
+  return b;
+}
+
+}  // namespace
+
+uint64_t OccupancyBinRows(const TraceTables& t, int64_t bin_ns) {
+  const __int128 rows = PlanBins(t, bin_ns).rows;
+  return rows > static_cast<__int128>(UINT64_MAX) ? UINT64_MAX : static_cast<uint64_t>(rows);
+}
+
+OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns, uint64_t max_output_bytes) {
+  const Bins bins = PlanBins(t, bin_ns);
+  OccupancyBinsTable out;
+  const EventTable& e = t.events;
+  if (e.size() == 0) return out;
+  const int64_t t0 = bins.t0;
+  const __int128 n_bins = bins.n_bins;
+  const __int128 rows = bins.rows;
+  if (rows > static_cast<__int128>(max_output_bytes / kOccupancyBinRowBytes)) {
     ThrowOverBudget("occupancy(bin_ns=" + std::to_string(bin_ns) + ")",
-                    Decimal(rows), kRowBytes, max_output_bytes,
+                    Decimal(rows), kOccupancyBinRowBytes, max_output_bytes,
                     Decimal(n_bins) + " bins x " + std::to_string(t.devices.size()) +
                         " device blocks; choose a larger bin_ns");
   }

@@ -40,9 +40,13 @@ class IntervalIndex {
 };
 
 OccupancyTable Occupancy(const TraceTables& t);
-// 32 bytes per row (one per device block and bin).
+// 32 bytes per row (one per device block and bin): device_index, device, bin_start_ns,
+// busy_ns, busy_fraction.
+constexpr uint64_t kOccupancyBinRowBytes = 32;
 OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns,
                                  uint64_t max_output_bytes = kDefaultMaxOutputBytes);
+// The rows OccupancyBins would make (capped at 2^64 - 1), without making them.
+uint64_t OccupancyBinRows(const TraceTables& t, int64_t bin_ns);
 
 // The error of a query whose output would pass its budget.
 [[noreturn]] void ThrowOverBudget(const std::string& query, const std::string& rows,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "containers/column_budget.h"
+
 namespace tracecore {
 
 namespace {
@@ -43,11 +45,16 @@ void ReserveTable(Table& table, size_t rows, size_t values) {
 }  // namespace
 
 void CapacityPlanner::ReserveRows(const Rows& n) {
-  // Reserving also places the larger columns on huge pages (see ColumnAllocator).
-  ReserveTable(t_.events, n.events, 0);
-  ReserveTable(t_.tensors, n.tensors, n.dims);
-  ReserveTable(t_.allocations, n.allocations, 0);
-  ReserveTable(t_.alloc_records, n.records, 0);
+  // Reserving also places the larger columns on huge pages (see ColumnAllocator). Room the
+  // ColumnBudget refuses is not taken: the columns then grow as they fill, and the budget
+  // refuses the rows themselves only if they pass it.
+  try {
+    ReserveTable(t_.events, n.events, 0);
+    ReserveTable(t_.tensors, n.tensors, n.dims);
+    ReserveTable(t_.allocations, n.allocations, 0);
+    ReserveTable(t_.alloc_records, n.records, 0);
+  } catch (const ColumnBudgetExceeded&) {
+  }
 }
 
 namespace {

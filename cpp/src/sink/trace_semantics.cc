@@ -131,7 +131,7 @@ void KeepLastThreadNames(ThreadNameTable& tn, int32_t device_index, size_t first
 // and reorders graph_nodes rows by the new index (stable: file order within one GraphDef).
 // Canonical input (keys already strictly increasing) is left untouched.
 void NormalizeGraphs(TraceTables& t) {
-  const std::vector<GraphKey>& keys = t.graph_keys;
+  const Column<GraphKey>& keys = t.graph_keys;
   bool canonical = true;
   for (size_t i = 1; i < keys.size() && canonical; ++i) canonical = keys[i - 1] < keys[i];
   if (canonical) {

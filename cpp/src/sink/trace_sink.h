@@ -17,6 +17,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "containers/column_budget.h"
 #include "io/release_behind.h"
 #include "sink/capacity_planner.h"
 #include "tables/trace_tables.h"
@@ -250,16 +251,23 @@ class TraceSink {
 
   // Input pages before `pos` are no longer needed: every 8 MB they are handed to `release`
   // (see ReleaseBehind), so a multi-GB mapped dump does not stay resident.
+  // Also where the parse starts, for a ColumnBudget refusal before the first record ends.
   void SetReleaser(const char* begin, ReleaseBehind::Release release) {
     releaser_ = ReleaseBehind(begin, std::move(release), kReleaseStep);
+    position_.at = begin;
   }
+  // The parse has passed `pos` (a record's end): a ColumnBudget refusal names it.
   void Consumed(const char* pos) {
+    position_.at = pos;
     planner_.Passed(pos);
     releaser_.Passed(pos);
   }
 
   // Reserves column capacity for `bytes` of input starting at `begin` (see CapacityPlanner).
-  void Reserve(const char* begin, size_t bytes, bool text) { planner_.Reserve(begin, bytes, text); }
+  void Reserve(const char* begin, size_t bytes, bool text) {
+    position_.text = text;
+    planner_.Reserve(begin, bytes, text);
+  }
 
   // Derives the per-table columns that need the whole trace (event ids, device counts).
   void Finish();
@@ -275,6 +283,9 @@ class TraceSink {
   uint32_t LabelFor(const EventFields& f);
   // While the builder lives, mid-size columns allocated on its thread share huge pages.
   ColumnArena arena_;
+  // Where the parse is, for a ColumnBudget refusal on this thread while the builder lives.
+  ParsePosition position_;
+  ParsePosition::Use position_use_{&position_};
   TraceTables& t_;
   std::string label_;
   int64_t next_event_id_ = 0;

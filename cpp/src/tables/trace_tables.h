@@ -127,7 +127,7 @@ struct TraceTables {
   uint64_t input_bytes = 0;
   uint64_t unknown_fields = 0;
   int32_t graph_count = 0;  // GraphDefs seen (graph_index values), including empty ones
-  std::vector<GraphKey> graph_keys;  // per provisional graph_index, until TraceSink::Finish
+  Column<GraphKey> graph_keys;  // per provisional graph_index, until TraceSink::Finish (budgeted)
   int threads_used = 1;
   ChromeCounts chrome;  // Chrome traces only
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "containers/column_budget.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "importers/stepstats/binary/binary_parser.h"
@@ -20,10 +21,14 @@ constexpr size_t kMinChunkBytes = size_t{4} << 20;
 constexpr int kMaxThreads = 64;
 
 // Runs fn(i) for i in [0, n) on n threads, one chunk each, and rethrows the first exception in
-// chunk order.
+// chunk order. Every chunk's columns are charged to the caller's ColumnBudget.
 template <class Fn>
 void RunChunks(size_t n, const Fn& fn) {
-  ForEachOnThreads(n, n, [&](size_t i, size_t) { fn(i); });
+  ColumnBudget* budget = ColumnBudget::Active();
+  ForEachOnThreads(n, n, [&](size_t i, size_t) {
+    ColumnBudget::Scope scope(budget);
+    fn(i);
+  });
 }
 
 // Releases pages of `file` (nothing when it is not mapped): for ReleaseBehind.
@@ -105,12 +110,12 @@ std::shared_ptr<TraceTables> ParseParallel(const MappedFile& file, Encoding form
     const auto* data = reinterpret_cast<const uint8_t*>(begin);
     const TraceKind kind = binary_kind;
     std::vector<BinaryUnit> units;
-    if (!PlanBinaryUnits(data, file.size(), kind, &units, FileRelease(file)) || units.size() < 2) {
+    bool any_device = false;
+    if (!PlanBinaryUnits(data, file.size(), kind, &units, &any_device, FileRelease(file)) ||
+        units.size() < 2) {
       return nullptr;
     }
     file.ReleaseConsumed(0, file.size());  // what the walk mapped last (see ParseBinaryEitherKind)
-    bool any_device = false;
-    for (const BinaryUnit& u : units) any_device = any_device || u.kind == BinaryUnit::kDeviceStepStats;
     if (!any_device) return nullptr;  // the sequential parse checks for known fields
     // Contiguous runs of units of about equal byte size.
     std::vector<size_t> cuts{0};

@@ -26,8 +26,9 @@ TraceKind DetectBinaryKind(const uint8_t* data, size_t size,
                              const ReleaseBehind::Release& release_walked = {},
                              bool* complete = nullptr);
 
-// A unit of parallel work: a DeviceStepStats payload, or one whole field (key and value) of a
-// StepStats body or of a RunMetadata, in file order.
+// A unit of parallel work: a DeviceStepStats payload, or whole fields (keys and values) of a
+// StepStats body or of a RunMetadata, in file order. Small fields share a unit (a small
+// DeviceStepStats is a field of its StepStats), so the plan is a few bytes per 64 KB of input.
 struct BinaryUnit {
   enum Kind : uint8_t { kDeviceStepStats, kStepStatsField, kRunMetadataField };
   Kind kind;
@@ -35,10 +36,11 @@ struct BinaryUnit {
   const uint8_t* end;
 };
 
-// Walks the top two levels of a dump by their length prefixes. Returns false on malformed
-// structure (the sequential parse then reports it).
+// Walks the top two levels of a dump by their length prefixes; *any_device says whether it
+// met a DeviceStepStats. Returns false on malformed structure (the sequential parse then
+// reports it).
 bool PlanBinaryUnits(const uint8_t* data, size_t size, TraceKind kind,
-                     std::vector<BinaryUnit>* units,
+                     std::vector<BinaryUnit>* units, bool* any_device,
                      const ReleaseBehind::Release& release_walked = {});
 
 // Parses units [first, last) into `builder` (offsets in errors stay relative to `data`).
