@@ -176,11 +176,11 @@ void Check(bool ok, const char* what) {
 }
 
 // The importer: tables whose references hold, and an event_stats pass that agrees.
-void Import(const char* begin, const char* end) {
+void Import(const char* begin, const char* end, bool replace) {
   const auto file = MappedFile::FromMemory(begin, static_cast<size_t>(end - begin), nullptr);
   std::shared_ptr<TraceTables> t;
   try {
-    t = ReadChromeTrace(*file);
+    t = ReadChromeTrace(*file, replace);
   } catch (const TraceFormatError& e) {
     if (e.line == 0 || e.column == 0) Finding(std::string("an import error without line and column: ") + e.what());
     return;
@@ -193,6 +193,10 @@ void Import(const char* begin, const char* end) {
   int64_t n = 0;
   for (const int64_t c : t->devices.n_events) n += c;
   Check(n == events, "devices.n_events do not add up to the events");
+  // Each device's events are one run of rows, in device order (the queries rely on it).
+  for (size_t i = 1; i < t->events.size(); ++i) {
+    Check(t->events.device_index[i] >= t->events.device_index[i - 1], "events not grouped by device");
+  }
   for (const int64_t id : t->alloc_records.event_id) Check(id >= -1 && id < events, "alloc_records.event_id");
   for (size_t i = 0; i < t->links.size(); ++i) {
     Check(t->links.from_device_index[i] < devices && t->links.to_device_index[i] < devices, "links device");
@@ -202,7 +206,7 @@ void Import(const char* begin, const char* end) {
   for (const int32_t d : t->counters.device_index) Check(d >= 0 && d < devices, "counters.device_index");
   std::shared_ptr<TraceTables> stats;
   try {
-    stats = ReadChromeEventStats(*file, t->events.size());
+    stats = ReadChromeEventStats(*file, t->events.size(), replace);
   } catch (const std::exception& e) {
     Finding(std::string("the event_stats pass failed on an input the open read: ") + e.what());
   }
@@ -226,7 +230,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       Decode(begin, end, replace);
     }
-    Import(begin, end);
+    Import(begin, end, false);
+    Import(begin, end, true);
     for (const size_t n : {size, size / 2, size / 3})
       chrome_json::LooksLikeChromeJson(std::string_view(begin, n));
   } catch (const std::exception& e) {

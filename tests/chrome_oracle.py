@@ -17,11 +17,14 @@ Rules (what the importer must do the same way):
   ``...device:GPU:0 Compute``) or TPU, or the thread name is ``stream N``;
   ``"annotation"`` for Kineto's string pids (``Spans``, ``Traces``, ``""``);
   ``"host_thread"`` otherwise.
-* Events, in file order: ``X`` events (``dur`` missing: 0); ``B``/``E`` pairs on one track
+* Events, grouped by track (in the order of the tracks' first use), in file order within a
+  track: ``X`` events (``dur`` missing: 0; negative: an error); ``B``/``E`` pairs on one track
   (the event at the ``B``'s place), each ``E`` closing the most recent open ``B`` (its args
-  after the ``B``'s); an ``E`` with no open ``B`` and a ``B`` never closed (no event) are
-  counted in ``unmatched_end`` / ``unmatched_begin``; instants (``i``, ``I``) as zero-length
-  events, Kineto's ``[memory]`` instants too (and alloc records).
+  after the ``B``'s; an ``E`` earlier than its ``B``: an error); an ``E`` with no open ``B``
+  and a ``B`` never closed (no event) are counted in ``unmatched_end`` / ``unmatched_begin``;
+  instants (``i``, ``I``) as zero-length events, Kineto's ``[memory]`` instants too (and alloc
+  records). No event, counter or alloc record, but events of other phases or unmatched ones:
+  an error (never an empty trace).
 * ``op``: timeline.py writes ``args: {"name": node_name, "op": op_type}``: then ``op`` is
   ``args.op`` and ``node_name`` is ``args.name``; otherwise (Kineto, XProf, JAX) both are the
   event's ``name``. ``timeline_label`` is the event's ``name``; ``cat`` is its own column.
@@ -168,8 +171,8 @@ class ChromeOracle:
         return dict(out)
 
 
-_GPU = re.compile(r"(^gpu\b|/device:gpu|\bgpu:\d|\bgpu \d)", re.IGNORECASE)
-_TPU = re.compile(r"(\btpu\b|/device:tpu|tpu:\d)", re.IGNORECASE)
+_GPU = re.compile(r"(^gpu(?![a-z0-9_])|/device:gpu|(?<![a-z0-9])gpu[: ]\d)", re.IGNORECASE)
+_TPU = re.compile(r"((?<![a-z0-9_])tpu(?![a-z0-9_])|/device:tpu)", re.IGNORECASE)
 _STREAM = re.compile(r"^stream\s*#?\d+", re.IGNORECASE)
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 
@@ -242,7 +245,10 @@ def read(data: bytes) -> ChromeOracle:
         key = track_of(e)
         if ph in ("X", "B", "i", "I"):
             start = to_ns(e.get("ts", 0))
-            end = start + to_ns(e.get("dur", 0)) if ph == "X" else start
+            dur = to_ns(e.get("dur", 0)) if ph == "X" else 0
+            if dur < 0:
+                raise ValueError("a negative dur")
+            end = start + dur
             timeline = isinstance(args.get("op"), str) and isinstance(args.get("name"), str)
             ev = Event(key, ph, name, e.get("cat"), start, end,
                        args["op"] if timeline else name, args["name"] if timeline else name,
@@ -258,6 +264,8 @@ def read(data: bytes) -> ChromeOracle:
             if open_begins[key]:
                 ev = open_begins[key].pop()
                 ev.end_ns = to_ns(e.get("ts", 0))
+                if ev.end_ns < ev.start_ns:
+                    raise ValueError("an E event earlier than its B")
                 ev.args.update(args)
                 ev.arg_list.extend(args.items())
             else:
@@ -278,11 +286,16 @@ def read(data: bytes) -> ChromeOracle:
                                      to_ns(e.get("ts", 0)), e.get("bp")))
     unclosed = {id(ev) for stack in open_begins.values() for ev in stack}
     o.unmatched_begin = len(unclosed)
+    track_order = {key: n for n, key in enumerate(seen)}
+    kept = [i for i, ev in enumerate(slots) if id(ev) not in unclosed]
+    kept.sort(key=lambda i: track_order[slots[i].track])  # stable: file order within a track
     final: dict[int, int] = {}
-    for i, ev in enumerate(slots):
-        if id(ev) not in unclosed:
-            final[i] = len(o.events)
-            o.events.append(ev)
+    for i in kept:
+        final[i] = len(o.events)
+        o.events.append(slots[i])
+    if not o.events and not o.counters and not o.alloc_records and (
+            o.other_phases or o.unmatched_begin or o.unmatched_end):
+        raise ValueError("no event tracecore reads")
     for r in o.alloc_records:
         if r.event_id >= 0:
             r.event_id = final[r.event_id]

@@ -339,6 +339,9 @@ def test_generated_documents_equal_the_oracle(tmp_path: Path, evs: list[dict[str
     def encode(v: Any) -> Any:
         return float(v) if isinstance(v, Decimal) else v
     # Decimals are written as their exact text by a custom encoder.
+    # In time order, as tracers write them: an E never precedes its B (that is an error,
+    # tested on its own).
+    evs = sorted(evs, key=lambda e: Decimal(e["ts"]))
     docs: Any = evs if bare else {"traceEvents": evs, **({"schemaVersion": 1} if kineto else {})}
     text = json.dumps(docs, indent=1 if pretty else None, ensure_ascii=pretty,
                       default=lambda d: f"@@{d}@@")
@@ -544,3 +547,110 @@ def test_timeline_py_memory_counters_replay(tmp_path: Path) -> None:
     in_use = t.replay(source="in_use")
     assert [(r["time_ns"], r["bytes_in_use"]) for r in in_use.timeline.to_pylist()] == [
         (10_000, 256), (12_000, 128)]
+
+
+
+# ------------------------------------------------------------------------------------------
+# Review findings, each with its input
+# ------------------------------------------------------------------------------------------
+def _union_ns(intervals: list[tuple[int, int]]) -> int:
+    total, end = 0, None
+    start = None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            if end is not None:
+                total += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    return total + (end - start if end is not None else 0)
+
+
+def test_interleaved_tracks_are_grouped_and_queries_see_each(tmp_path: Path) -> None:
+    # Events of two tracks alternate in the file; the queries take a device's rows as a run.
+    evs = []
+    for k in range(4):
+        evs.append({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 10 * k, "dur": 1})
+        evs.append({"ph": "X", "name": "b", "pid": 2, "tid": 1, "ts": 10 * k, "dur": 5})
+    doc = json.dumps({"traceEvents": evs}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    assert t.events["device_index"].to_pylist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    busy = {r["device"]: r["busy_ns"] for r in t.occupancy().to_pylist()}
+    rows = t.events.to_pylist()
+    for dev in ("1", "2"):
+        want = _union_ns([(r["start_ns"], r["end_ns"]) for r in rows if r["device"] == dev])
+        assert busy[dev] == want
+    assert busy == {"1": 4000, "2": 20000}
+
+
+def test_kineto_sample_occupancy_equals_the_interval_union() -> None:
+    t = tracecore.open(KINETO)
+    rows = t.events.to_pylist()
+    for r in t.occupancy().to_pylist():
+        mine = [(e["start_ns"], e["end_ns"]) for e in rows if e["device"] == r["device"]]
+        assert r["busy_ns"] == _union_ns(mine), r["device"]
+
+
+def test_a_binary_dump_that_starts_like_a_json_object_opens(tmp_path: Path) -> None:
+    # StepStats { dev_stats { device: <121 bytes> } }: 0a 7b 0a 79 ... ('\n', '{', '\n', 'y')
+    name = b"/device:GPU:0/" + b"x" * 107
+    dev = b"\x0a" + bytes([len(name)]) + name
+    data = b"\x0a" + bytes([len(dev)]) + dev
+    assert data[:2] == b"\n{"
+    t = _open_bytes(tmp_path, data, "ss.pb")
+    assert (t.kind, t.format) == ("StepStats", "binary")
+    assert t.devices["device"].to_pylist() == [name.decode()]
+    # A binary dump whose first bytes read '\n{"' is taken for JSON first, then read as binary.
+    name2 = b'"' + b"y" * 120
+    dev2 = b"\x0a" + bytes([len(name2)]) + name2
+    data2 = b"\x0a" + bytes([len(dev2)]) + dev2
+    t2 = _open_bytes(tmp_path, data2, "ss2.pb")
+    assert t2.format == "binary" and t2.devices["device"].to_pylist() == [name2.decode()]
+
+
+@pytest.mark.parametrize(("events", "message"), [
+    ([{"ph": "X", "pid": 1, "tid": 1, "ts": 5, "dur": -1}], r"line 2, column 1: a negative dur"),
+    ([{"ph": "B", "pid": 1, "tid": 1, "ts": 5, "name": "x"},
+      {"ph": "E", "pid": 1, "tid": 1, "ts": 4}], r"line 3, column 1: an E event earlier"),
+    ([{"ph": "b", "pid": 1, "tid": 1, "ts": 5, "id": 1, "name": "async"}],
+     r"line 2, column 1: no event tracecore reads .*1 events of other phases"),
+    ([{"ph": "B", "pid": 1, "tid": 1, "ts": 5, "name": "x"}],
+     r"line 2, column 1: no event tracecore reads .*1 B never closed"),
+])
+def test_malformed_timing_and_unreadable_traces_are_errors(
+    tmp_path: Path, events: list[dict[str, Any]], message: str
+) -> None:
+    doc = ("{\"traceEvents\": [\n" + ",\n".join(json.dumps(e) for e in events) + "]}").encode()
+    with pytest.raises(tracecore.TraceFormatError, match=message):
+        _open_bytes(tmp_path, doc)
+    with pytest.raises(ValueError):
+        oracle.read(doc)
+
+
+def test_flow_binds_to_the_enclosing_slice_not_an_instant(tmp_path: Path) -> None:
+    doc = json.dumps({"traceEvents": [
+        {"ph": "X", "name": "launch", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 12},
+        {"ph": "s", "id": 1, "cat": "ac2g", "pid": 1, "tid": 1, "ts": 12},
+        {"ph": "X", "name": "kernel", "pid": 2, "tid": 7, "ts": 20, "dur": 3},
+        {"ph": "f", "id": 1, "cat": "ac2g", "pid": 2, "tid": 7, "ts": 20, "bp": "e"},
+    ]}).encode()
+    t = _open_bytes(tmp_path, doc)
+    (link,) = t.links.to_pylist()
+    names = t.events["node_name"].to_pylist()
+    assert (names[link["from_event_id"]], names[link["to_event_id"]]) == ("launch", "kernel")
+
+
+def test_memory_addresses_past_int64_and_args_of_b_e_pairs(tmp_path: Path) -> None:
+    doc = (b'{"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1, '
+           b'"args": {"Bytes": 8, "Addr": 18446744073709551615, "Total Allocated": 8}},'
+           b'{"ph": "B", "pid": 1, "tid": 1, "ts": 2, "name": "x", "args": {"a": 1, "b": 2}},'
+           b'{"ph": "E", "pid": 1, "tid": 1, "ts": 3, "args": {"c": 3}}]}')
+    t = _open_bytes(tmp_path, doc)
+    assert t.alloc_records["address"].to_pylist() == [2**64 - 1]
+    stats = [(r["event_id"], r["name"], r["metadata_id"]) for r in t.event_stats.to_pylist()]
+    assert sorted(x for x in stats if x[0] == 1) == [(1, "a", 0), (1, "b", 1), (1, "c", 2)]
+    bad = doc.replace(b"18446744073709551615", b"18446744073709551616")
+    with pytest.raises(tracecore.TraceFormatError, match='"Addr" is not an integer'):
+        _open_bytes(tmp_path, bad, "bad.json")

@@ -220,9 +220,9 @@ def test_kineto_gpu_tracks_flows_and_memory() -> None:
     assert o.tracks[(0, 7)].kind == "stream" and o.tracks[(0, 7)].line == "stream 7"
     assert o.tracks[(9, 9)] == oracle.Track(9, 9, "9", "9", "host_thread")
     assert [(e.name, e.start_ns, e.end_ns) for e in o.events] == [
-        ("cudaLaunchKernel", 100000, 105500), ("sgemm", 104250, 106250),
-        ("[memory]", 99000, 99000), ("[memory]", 107000, 107000)]
-    assert [r.event_id for r in o.alloc_records] == [2, 3]
+        ("cudaLaunchKernel", 100000, 105500), ("[memory]", 99000, 99000),
+        ("[memory]", 107000, 107000), ("sgemm", 104250, 106250)]  # grouped by track
+    assert [r.event_id for r in o.alloc_records] == [1, 2]
     ((src, dst),) = o.links()
     assert (src.track, dst.track, dst.bp) == ((9, 9), (0, 7), "e")
     assert [(r.allocator, r.bytes) for r in o.alloc_records] == [("cuda:0", 512), ("cuda:0", -512)]

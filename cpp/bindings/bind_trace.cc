@@ -62,7 +62,7 @@ std::shared_ptr<const TraceTables> BuildEventStats(const PyTrace::Deferred& d, T
   limits.raise_hint = "decompress the file (gunzip) and open the result";
   if (d.bytes != nullptr) return OpenEventStats(*d.bytes, kind, events, limits, d.replace_invalid);
   const std::string changed =
-      std::string("the ") + TraceKindName(kind) + "'s event_stats are read from its file when first asked for, and the file ";
+      std::string(kind == TraceKind::kXSpace ? "the XSpace" : "the Chrome trace") + "'s event_stats are read from its file when first asked for, and the file ";
   uint64_t device, inode, size;
   int64_t mtime_ns;
   if (!FileIdentity(d.path, &device, &inode, &size, &mtime_ns)) {

@@ -102,7 +102,8 @@ class MemoryReplay:
         records = self._trace.alloc_records.take(rows)
         # A record of no event (event_id -1: a timeline.py Memory counter) has no node name.
         ids = records["event_id"]
-        events = self._trace.events.take(pc.if_else(pc.less(ids, 0), pa.scalar(None, pa.int64()), ids))
+        no_event = pa.scalar(None, pa.int64())
+        events = self._trace.events.take(pc.if_else(pc.less(ids, 0), no_event, ids))
         columns = {
             "event_id": records["event_id"],
             "node_name": events["node_name"],

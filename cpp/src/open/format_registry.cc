@@ -52,10 +52,16 @@ Recognition RecogniseXSpace(std::string_view input) {
 // be one whose keys come later (the JSON reader then says what it lacks).
 Recognition RecogniseChromeJson(std::string_view input) {
   if (LooksLikeChromeTrace(input)) return Recognition::kYes;
+  auto json_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
   size_t i = 0;
   if (input.substr(0, 3) == "\xef\xbb\xbf") i = 3;
-  while (i < input.size() && IsTextWhitespace(input[i])) ++i;
-  return i < input.size() && input[i] == '{' ? Recognition::kMaybe : Recognition::kNo;
+  while (i < input.size() && json_space(input[i])) ++i;
+  if (i == input.size() || input[i] != '{') return Recognition::kNo;
+  ++i;
+  while (i < input.size() && json_space(input[i])) ++i;
+  // An object's first key (or its end): '{' then '"' or '}'.
+  return i < input.size() && (input[i] == '"' || input[i] == '}') ? Recognition::kMaybe
+                                                                     : Recognition::kNo;
 }
 
 std::shared_ptr<TraceTables> ReadChromeJsonFile(const MappedFile& file, int) {
@@ -277,7 +283,13 @@ std::shared_ptr<TraceTables> ParseWithinBudget(const MappedFile& file, const Ope
         throw;
       }
       if (format == Format::kChromeJson) {
-        throw;  // JSON: no other format starts with '{' or reads as Chrome trace JSON
+        // Taken for JSON by its keys: the JSON error stands. Taken for a JSON object by its
+        // first bytes only, it may be a binary dump whose first bytes look so ('\n' '{' '"' is
+        // a field 1 of 123 bytes starting with a field 4): that reading, when clean, is taken.
+        const std::exception_ptr json_error = std::current_exception();
+        if (LooksLikeChromeTrace(std::string_view(file.data(), file.size()))) throw;
+        tables = ReadIfClean(file, Format::kStepStatsBinary, options.threads);
+        if (!tables) std::rethrow_exception(json_error);
       } else if (format == Format::kXSpace) {
         // Recognised by the start of its first plane, which a StepStats or RunMetadata with
         // unknown fields there can have too: such a dump is read as one. Otherwise it is a bad

@@ -33,8 +33,8 @@
         "One row per device block: a DeviceStepStats of a StepStats dump, an XLine of an "      \
         "XSpace, a (pid, tid) track of a Chrome trace.")                                         \
   TABLE(events, EventTable, node_name,                                                           \
-        "One row per timed event, in file order: a NodeExecStats, a timed XEvent, a Chrome "    \
-        "complete event or begin/end pair.")                                                     \
+        "One row per timed event, in file order (a Chrome trace's grouped by track): a "        \
+        "NodeExecStats, a timed XEvent, a Chrome complete event, begin/end pair or instant.")     \
   TABLE(tensors, TensorTable, event_id, "One row per NodeOutput of an event.")                   \
   TABLE(allocations, AllocationTable, event_id,                                                  \
         "One row per AllocatorMemoryUsed of an event (StepStats memory).")                       \
@@ -255,7 +255,8 @@
   COLUMN(to_ns, Int64, Plain, "ts of the second point, ns.")                                     \
   COLUMN(to_phase, DictString, StringId, "`t` (a step) or `f` (the flow's end).")                \
   NULLABLE(from_event_id, Int64, Plain,                                                          \
-           "The innermost event of the first point's track that holds its ts (events.event_id).") \
+           "The innermost event of non-zero length of the first point's track that holds its "  \
+           "ts (events.event_id).")                                                              \
   NULLABLE(to_event_id, Int64, Plain,                                                            \
            "The second point's event: with `bp` \"e\", the innermost that holds its ts; "       \
            "otherwise the first to start at or after it.")

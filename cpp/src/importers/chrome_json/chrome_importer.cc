@@ -75,7 +75,10 @@ bool ContainsGpu(const std::string& s) {
     const bool start = at == 0 || !((s[at - 1] >= 'a' && s[at - 1] <= 'z') || (s[at - 1] >= '0' && s[at - 1] <= '9'));
     if (!start) continue;
     const size_t next = at + 3;
-    if (next == s.size()) return at == 0;
+    if (next == s.size()) {
+      if (at == 0) return true;
+      continue;
+    }
     const char c = s[next];
     if (at == 0 && !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return true;
     if ((c == ':' || c == ' ') && next + 1 < s.size() && s[next + 1] >= '0' && s[next + 1] <= '9') return true;
@@ -89,9 +92,8 @@ bool ContainsTpu(const std::string& s) {
     const size_t next = at + 3;
     const bool end = next == s.size() || !((s[next] >= 'a' && s[next] <= 'z') || (s[next] >= '0' && s[next] <= '9') || s[next] == '_');
     if (start && end) return true;
-    if (start && next < s.size() && s[next] == ':' ) return true;
   }
-  return false;
+  return s.find("/device:tpu") != std::string::npos;
 }
 
 std::string Lower(std::string_view s) {
@@ -125,6 +127,18 @@ DeviceKind ClassifyTrack(bool string_pid, std::string_view process, bool has_pro
   return DeviceKind::kHostThread;
 }
 
+// Digits only, up to 2^64 - 1.
+bool ParseUint64(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t v = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    if (__builtin_mul_overflow(v, uint64_t{10}, &v) || __builtin_add_overflow(v, uint64_t(c - '0'), &v)) return false;
+  }
+  *out = v;
+  return true;
+}
+
 template <class C, class T>
 void PushNullable(C& column, Column<uint8_t>& valid, bool present, T value) {
   column.push_back(present ? value : T{});
@@ -154,6 +168,19 @@ inline void KeepRows(StringColumn& column, const std::vector<uint8_t>& keep) {
 template <class Column>
 void KeepRows(Column&, const std::vector<uint8_t>&) {
   throw std::logic_error("KeepRows: a list column in a table rows are dropped from");
+}
+
+// Reorders a column's rows: row k becomes the old row order[k] (rows not named are dropped).
+template <class T, class A>
+void PermuteRows(std::vector<T, A>& column, const std::vector<uint32_t>& order) {
+  if (column.empty()) return;  // an optional column left empty
+  std::vector<T, A> out(order.size());
+  for (size_t k = 0; k < order.size(); ++k) out[k] = column[order[k]];
+  column.swap(out);
+}
+template <class Column>
+void PermuteRows(Column&, const std::vector<uint32_t>&) {
+  throw std::logic_error("PermuteRows: a string or list column in events");
 }
 
 template <class Table>
@@ -195,44 +222,86 @@ class Importer : public chrome_json::ChromeEventVisitor {
       case 't':
       case 'f': Flow(e); break;
       case 'M': Metadata(e); break;
-      default: ++t_.chrome.other_events; break;
+      default:
+        ++t_.chrome.other_events;
+        first_unread_ = std::min(first_unread_, e.offset);
+        break;
     }
   }
 
-  // Drops the rows of B events never closed, renumbering events.
+  // Drops the rows of B events never closed and groups the events by track (in the order of
+  // the tracks' first use, file order within each: the queries take a device's events as one
+  // run of rows), renumbering them; then the devices, the links, and the kind.
   void Finish() {
+    const size_t n = static_cast<size_t>(next_event_);
+    auto device_of = [this](size_t i) {
+      return static_cast<size_t>(pass_ == Pass::kTables ? t_.events.device_index[i] : event_devices_[i]);
+    };
+    std::vector<uint8_t> keep(n, 1);
     size_t unclosed = 0;
-    for (auto& stack : open_) unclosed += stack.size();
+    uint64_t first_unclosed = UINT64_MAX;
+    for (auto& stack : open_) {
+      for (const OpenBegin& b : stack) {
+        keep[static_cast<size_t>(b.id)] = 0;
+        ++unclosed;
+        first_unclosed = std::min(first_unclosed, b.offset);
+      }
+    }
     t_.chrome.unmatched_begin = unclosed;
-    if (unclosed != 0) {
-      std::vector<uint8_t> keep(static_cast<size_t>(next_event_), 1);
-      for (auto& stack : open_) {
-        for (const int64_t id : stack) keep[static_cast<size_t>(id)] = 0;
-      }
-      std::vector<int64_t> remap(keep.size(), -1);
-      int64_t n = 0;
-      for (size_t i = 0; i < keep.size(); ++i) {
-        if (keep[i]) remap[i] = n++;
-      }
-      if (pass_ == Pass::kTables) {
-        KeepTableRows(t_.events, keep);
+    std::vector<int64_t> next(keys_.size() + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (keep[i]) ++next[device_of(i) + 1];
+    }
+    for (size_t d = 1; d < next.size(); ++d) next[d] += next[d - 1];
+    const int64_t kept = next.back();
+    std::vector<int64_t> remap(n, -1);
+    bool identity = kept == next_event_;
+    for (size_t i = 0; i < n; ++i) {
+      if (!keep[i]) continue;
+      remap[i] = next[device_of(i)]++;
+      identity = identity && remap[i] == static_cast<int64_t>(i);
+    }
+    if (pass_ == Pass::kTables) {
+      if (!identity) {
+        std::vector<uint32_t> order(static_cast<size_t>(kept));
+        for (size_t i = 0; i < n; ++i) {
+          if (remap[i] >= 0) order[static_cast<size_t>(remap[i])] = static_cast<uint32_t>(i);
+        }
+        t_.events.ForEachColumn([&order](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
+          PermuteRows(column, order);
+          if (valid != nullptr) PermuteRows(*valid, order);
+        });
         for (int64_t& id : t_.alloc_records.event_id) {
           if (id >= 0) id = remap[static_cast<size_t>(id)];
         }
-      } else {
-        std::vector<uint8_t> keep_stats(t_.event_stats.size());
-        for (size_t i = 0; i < keep_stats.size(); ++i) {
-          keep_stats[i] = keep[static_cast<size_t>(t_.event_stats.event_id[i])];
-        }
-        KeepTableRows(t_.event_stats, keep_stats);
-        for (int64_t& id : t_.event_stats.event_id) id = remap[static_cast<size_t>(id)];
       }
-      next_event_ = n;
+      next_event_ = kept;
+      if (kept == 0 && t_.counters.size() == 0 && t_.alloc_records.size() == 0 &&
+          (t_.chrome.other_events != 0 || unclosed != 0 || t_.chrome.unmatched_end != 0)) {
+        // Never an empty trace: what the file holds is of no kind tracecore reads.
+        uint64_t at = std::min(first_unclosed, first_unread_);
+        if (at == UINT64_MAX) at = 0;
+        uint64_t line, column;
+        json::LineColumn(input_, input_ + at, &line, &column);
+        throw TraceFormatError::AtText(
+            line, column,
+            "no event tracecore reads (complete X, B/E pairs, instants, counters): " +
+                std::to_string(t_.chrome.other_events) + " events of other phases (async, "
+                "samples, objects, ...), " + std::to_string(unclosed) + " B never closed, " +
+                std::to_string(t_.chrome.unmatched_end) + " E without a B; the first is here");
+      }
+      t_.kind = kineto_ ? TraceKind::kKineto : TraceKind::kChromeTrace;
+      FinishDevices();
+      BuildLinks();
+      return;
     }
-    if (pass_ != Pass::kTables) return;
-    t_.kind = kineto_ ? TraceKind::kKineto : TraceKind::kChromeTrace;
-    FinishDevices();
-    BuildLinks();
+    std::vector<uint8_t> keep_stats(t_.event_stats.size());
+    for (size_t i = 0; i < keep_stats.size(); ++i) {
+      keep_stats[i] = keep[static_cast<size_t>(t_.event_stats.event_id[i])];
+    }
+    if (unclosed != 0) KeepTableRows(t_.event_stats, keep_stats);
+    for (int64_t& id : t_.event_stats.event_id) id = remap[static_cast<size_t>(id)];
+    next_event_ = kept;
   }
 
   int64_t events() const { return next_event_; }
@@ -311,7 +380,8 @@ class Importer : public chrome_json::ChromeEventVisitor {
   int64_t AddEvent(const ChromeEvent& e, int32_t device, int64_t end_ns) {
     const int64_t id = next_event_++;
     if (pass_ == Pass::kEventStats) {
-      AddArgs(e, id);
+      event_devices_.push_back(device);
+      AddArgs(e, id, 0);
       return id;
     }
     std::string_view node = e.name, op = e.name;
@@ -325,6 +395,7 @@ class Importer : public chrome_json::ChromeEventVisitor {
   }
 
   void Complete(const ChromeEvent& e, int64_t dur_ns) {
+    if (dur_ns < 0) throw ErrorAt(e, "a negative dur (expected a duration >= 0)");
     int64_t end;
     if (__builtin_add_overflow(e.ts_ns, dur_ns, &end)) {
       throw ErrorAt(e, "event time out of range: ts + dur overflows int64 nanoseconds");
@@ -335,23 +406,28 @@ class Importer : public chrome_json::ChromeEventVisitor {
   void Begin(const ChromeEvent& e) {
     const int32_t device = TrackOf(e);
     const int64_t id = AddEvent(e, device, e.ts_ns);
-    open_[static_cast<size_t>(device)].push_back(id);
+    open_[static_cast<size_t>(device)].push_back(
+        OpenBegin{id, e.offset, static_cast<uint32_t>(e.num_args)});
   }
 
   void End(const ChromeEvent& e) {
     const int32_t device = TrackOf(e);
-    std::vector<int64_t>& stack = open_[static_cast<size_t>(device)];
+    std::vector<OpenBegin>& stack = open_[static_cast<size_t>(device)];
     if (stack.empty()) {
       ++t_.chrome.unmatched_end;
+      first_unread_ = std::min(first_unread_, e.offset);
       return;
     }
-    const int64_t id = stack.back();
+    const OpenBegin begin = stack.back();
     stack.pop_back();
     if (pass_ == Pass::kEventStats) {
-      AddArgs(e, id);
+      AddArgs(e, begin.id, begin.args);  // after the B's, numbered on from them
       return;
     }
-    const auto row = static_cast<size_t>(id);
+    const auto row = static_cast<size_t>(begin.id);
+    if (e.ts_ns < t_.events.start_ns[row]) {
+      throw ErrorAt(e, "an E event earlier than the B it closes (expected ts >= the B's)");
+    }
     t_.events.end_ns[row] = e.ts_ns;
     t_.events.op_end_ns[row] = e.ts_ns;
   }
@@ -378,16 +454,35 @@ class Importer : public chrome_json::ChromeEventVisitor {
     return false;
   }
 
+  // A [memory] event's Addr: an integer within int64 (as its two's complement) or up to
+  // 2^64 - 1.
+  bool AddressArg(const ChromeEvent& e, uint64_t* address) const {
+    for (size_t i = 0; i < e.num_args; ++i) {
+      const Arg& a = e.args[i];
+      if (a.key != "Addr") continue;
+      if (a.value.kind == ValueKind::kNull) return false;
+      if (a.value.kind == ValueKind::kNumber && a.value.is_int) {
+        *address = static_cast<uint64_t>(a.value.int_value);
+        return true;
+      }
+      if (a.value.kind == ValueKind::kNumber && ParseUint64(a.value.text, address)) return true;
+      throw ErrorAt(e, "a [memory] event's \"Addr\" is not an integer from -2^63 to 2^64-1 "
+                       "(expected an address)");
+    }
+    return false;
+  }
+
   void MemoryRecord(const ChromeEvent& e, int32_t, int64_t event_id) {
-    int64_t bytes = 0, type = 0, device_id = -1, addr = 0, total = 0, reserved = 0;
+    int64_t bytes = 0, type = 0, device_id = -1, total = 0, reserved = 0;
     IntArg(e, "Bytes", &bytes);
     IntArg(e, "Device Type", &type);
     IntArg(e, "Device Id", &device_id);
-    const bool has_addr = IntArg(e, "Addr", &addr);
+    uint64_t address = 0;
+    const bool has_addr = AddressArg(e, &address);
     const bool has_total = IntArg(e, "Total Allocated", &total);
     const bool has_reserved = IntArg(e, "Total Reserved", &reserved);
     AddRecord(event_id, AllocatorId(type, device_id), e.ts_ns, bytes, has_total, total,
-              has_addr, static_cast<uint64_t>(addr), has_reserved, reserved);
+              has_addr, address, has_reserved, reserved);
   }
 
   // "cpu", "cuda", "type<T>", with ":<device id>" when the id is not negative; the last one
@@ -461,6 +556,7 @@ class Importer : public chrome_json::ChromeEventVisitor {
     FlowPoint p;
     p.ts_ns = e.ts_ns;
     p.id = KeyOf(e.id);
+    if (e.has(ChromeEvent::kId2Local)) p.id.kind |= kLocalId;  // id2 local and global differ
     p.cat = e.has(ChromeEvent::kCat) ? sink_.InternRepeated(e.cat) : StringPool::kEmptyId;
     p.name = e.has(ChromeEvent::kName) ? sink_.InternRepeated(e.name) : StringPool::kEmptyId;
     p.device = device;
@@ -486,14 +582,14 @@ class Importer : public chrome_json::ChromeEventVisitor {
   }
 
   // event_stats rows of an event's args.
-  void AddArgs(const ChromeEvent& e, int64_t id) {
+  void AddArgs(const ChromeEvent& e, int64_t id, uint32_t first_position) {
     EventStatTable& st = t_.event_stats;
     for (size_t i = 0; i < e.num_args; ++i) {
       const Arg& a = e.args[i];
       const Value& v = a.value;
       st.event_id.push_back(id);
       st.name.push_back(sink_.InternRepeated(a.key));
-      st.metadata_id.push_back(static_cast<int64_t>(i));
+      st.metadata_id.push_back(static_cast<int64_t>(first_position + i));
       int kind = kNullKind;
       bool has_int = false, has_double = false, has_str = false;
       int64_t int_value = 0;
@@ -542,7 +638,10 @@ class Importer : public chrome_json::ChromeEventVisitor {
   }
 
   // The id as text: an integer's decimal digits (into `buf`), a string's pool entry.
-  std::string_view IdText(const IdKey& k, char (&buf)[24]) const {
+  static constexpr uint8_t kLocalId = 0x10;
+
+  std::string_view IdText(IdKey k, char (&buf)[24]) const {
+    k.kind &= static_cast<uint8_t>(~kLocalId);
     if (k.kind == static_cast<uint8_t>(IdField::Kind::kInt)) {
       const int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(k.value));
       return std::string_view(buf, static_cast<size_t>(n));
@@ -615,9 +714,11 @@ class Importer : public chrome_json::ChromeEventVisitor {
     return o;
   }
 
-  // The event a flow point binds to (-1 for none): with `enclosing`, the innermost event of its
-  // track holding ts (looked for among the 4096 events that start last before it); otherwise
-  // the first to start at or after ts.
+  // The event a flow point binds to (-1 for none): with `enclosing`, the innermost event of
+  // non-zero length of its track holding ts, looked for among the kBindWindow events that start
+  // last at or before it (bounded work per point on any input); otherwise the first to start at
+  // or after ts.
+  static constexpr int kBindWindow = 4096;
   int64_t Bind(const EventOrder& o, int32_t device, int64_t ts, bool enclosing) const {
     const EventTable& e = t_.events;
     const auto first = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[static_cast<size_t>(device)]);
@@ -627,9 +728,9 @@ class Importer : public chrome_json::ChromeEventVisitor {
       return it == last ? -1 : static_cast<int64_t>(*it);
     }
     auto it = std::upper_bound(first, last, ts, [&e](int64_t t, uint32_t r) { return t < e.start_ns[r]; });
-    for (int steps = 0; it != first && steps < 4096; ++steps) {
+    for (int steps = 0; it != first && steps < kBindWindow; ++steps) {
       --it;
-      if (e.end_ns[*it] >= ts) return static_cast<int64_t>(*it);
+      if (e.end_ns[*it] >= ts && e.end_ns[*it] > e.start_ns[*it]) return static_cast<int64_t>(*it);
     }
     return -1;
   }
@@ -696,7 +797,14 @@ class Importer : public chrome_json::ChromeEventVisitor {
   int64_t next_event_ = 0;
   std::unordered_map<TrackKey, int32_t, TrackKeyHash> tracks_;
   std::vector<TrackKey> keys_;
-  std::vector<std::vector<int64_t>> open_;  // per track: the provisional ids of open B events
+  struct OpenBegin {
+    int64_t id;       // provisional event id
+    uint64_t offset;  // of the B event in the input
+    uint32_t args;    // the B's args
+  };
+  std::vector<std::vector<OpenBegin>> open_;  // per track: its open B events
+  std::vector<int32_t> event_devices_;        // pass 2: each provisional event's track
+  uint64_t first_unread_ = UINT64_MAX;  // offset of the first event of another phase or E unmatched
   TrackKey last_key_;
   int32_t last_track_ = -1;
   std::unordered_map<IdKey, uint32_t, IdKeyHash> process_names_;
