@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _core
-from ._arrow import scalar, table_from_capsules
+from ._arrow import array, scalar, table_from_capsules, to_numpy
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -101,9 +101,10 @@ class MemoryReplay:
             )
         records = self._trace.alloc_records.take(rows)
         # A record of no event (event_id -1: a timeline.py Memory counter) has no node name.
-        ids = records["event_id"]
-        no_event = pa.scalar(None, pa.int64())
-        events = self._trace.events.take(pc.if_else(pc.less(ids, 0), no_event, ids))
+        ids = np.asarray(to_numpy(records["event_id"]), dtype=np.int64)
+        events = self._trace.events.take(
+            array(ids, mask=ids < 0) if (ids < 0).any() else records["event_id"]
+        )
         columns = {
             "event_id": records["event_id"],
             "node_name": events["node_name"],
