@@ -111,7 +111,7 @@ TEST(FormatRegistry, ANamedFormatIsReadAsNamedWithoutFallback) {
   EXPECT_THROW_WITH(Parse(kWireDump, "text"), TraceFormatError,
                     "line 2, column 1: expected a field name, got '\\x0f'");
   EXPECT_THROW_WITH(Parse("dev_stats {}", "json"), TraceFormatError,
-                    "line 1, column 1: expected a JSON object");
+                    "line 1, column 1: expected a value, found 'd'");
   EXPECT_THROW_WITH(Parse("dev_stats {}", "csv"), std::invalid_argument,
                     "format must be one of 'auto', 'json', 'text', 'xspace', 'binary', not 'csv'");
   OpenOptions negative;
