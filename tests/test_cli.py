@@ -542,3 +542,15 @@ def test_device_summary_spans_take_extreme_times_as_values(tmp_path):
     assert row["device"] == "/device:CPU:0"
     assert row["blocks"] == 2 and row["events"] == 2
     assert row["span_ns"] == 2**63 - 1 - 1_000_000
+
+
+def test_integer_arguments_are_range_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run(capsys, "top", "--sample", "-n", "99999999999999999999999")
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "expected a positive integer up to 2**63 - 1, not '99999999999999999999999'" in err
+    with pytest.raises(SystemExit) as exit_info:
+        run(capsys, "info", "--sample", "--threads", str(2**63))
+    assert exit_info.value.code == 2
+    assert f"expected an integer from 0 to 2**63 - 1, not '{2**63}'" in capsys.readouterr().err

@@ -672,3 +672,34 @@ print("ok", len(t))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "ok 2087"
+
+
+def test_open_reads_a_binary_file_object(tmp_path):
+    import io
+
+    data = SEED000.read_bytes()
+    from_path = tracecore.open(SEED000)
+    with open(SEED000, "rb") as f:
+        t = tracecore.open(f)
+    assert t.source == str(SEED000)
+    assert t.events.equals(from_path.events)
+    assert tracecore.open(io.BytesIO(data)).events.equals(from_path.events)
+    assert tracecore.open(io.BytesIO(data)).source is None
+    with pytest.raises(ValueError, match="cache=True needs a path"):
+        tracecore.open(io.BytesIO(data), cache=True)
+    with pytest.raises(TypeError, match=r"binary mode \('rb'\): its read\(\) gave str"):
+        tracecore.open(io.StringIO("dev_stats {}"))
+    with pytest.raises(tracecore.TraceFormatError, match=r"^line 1, column 7: "):
+        tracecore.open(io.BytesIO(b'{"a": ]}'))
+    bad = tmp_path / "bad.pbtxt"
+    bad.write_bytes(b"dev_stats { x: }")
+    with bad.open("rb") as f, pytest.raises(tracecore.TraceFormatError, match=r"bad.pbtxt: line 1"):
+        tracecore.open(f)
+
+
+def test_public_names_are_importable_from_the_package():
+    from tracecore import MemoryReplay, SourceUnavailableError, TraceSet
+
+    assert isinstance(tracecore.open(SEED000).replay(), MemoryReplay)
+    assert issubclass(SourceUnavailableError, Exception)
+    assert TraceSet.__module__ == "tracecore.dataset"

@@ -13,6 +13,8 @@ from ._core import TraceFormatError
 from ._version import __version__
 from .dataset import TraceSet, open_many
 from .opening import sample_path
+from .replay import MemoryReplay
+from .stored import SourceUnavailableError
 from .toplevel import open
 from .trace import Trace
 
@@ -30,6 +32,8 @@ def read_listing(path: str | os.PathLike[str]) -> pa.Table:
 
 
 __all__ = [
+    "MemoryReplay",
+    "SourceUnavailableError",
     "Trace",
     "TraceSet",
     "TraceFormatError",

@@ -826,13 +826,18 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # Parser and entry point
 
 
+_INT_MAX = 2**63 - 1  # what every integer argument is checked against (int64 downstream)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
+    if not 0 < value <= _INT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer up to 2**63 - 1, not {text!r}"
+        )
     return value
 
 
@@ -841,8 +846,10 @@ def _non_negative_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}")
+    if not 0 <= value <= _INT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 0 to 2**63 - 1, not {text!r}"
+        )
     return value
 
 

@@ -4,8 +4,18 @@ profiler / TensorBoard log directory's XSpace profiles (:mod:`.profiles`)."""
 from __future__ import annotations
 
 import os
+from typing import Any, BinaryIO
 
-from .checks import PathArg, check_flag, check_path, check_table_budget, check_threads
+from . import _core
+from ._core import TraceFormatError
+from .checks import (
+    PathArg,
+    check_flag,
+    check_path,
+    check_table_budget,
+    check_threads,
+    display_path,
+)
 from .dataset import TraceSet
 from .logdir import event_files_below, is_event_file, open_event_file_set, open_log_directory
 from .opening import is_parquet_export, open_checked
@@ -14,8 +24,30 @@ from .profiles import find_profiles
 from .trace import Trace
 
 
+def _open_file_object(
+    f: Any, format: str, threads: int, cache: bool, max_table_bytes: int, errors: str
+) -> Trace:
+    """A trace read from a binary file object (its bytes from the current position on)."""
+    if cache:
+        raise ValueError("cache=True needs a path: a file object's trace is not cached")
+    data = f.read()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"a file object must be opened in binary mode ('rb'): its read() gave "
+            f"{type(data).__name__}, not bytes"
+        )
+    name = getattr(f, "name", None)
+    try:
+        core = _core.open_bytes(bytes(data), format, threads, max_table_bytes, errors)
+    except TraceFormatError as e:
+        if isinstance(name, str):
+            raise TraceFormatError(f"{display_path(name)}: {e}") from None
+        raise
+    return Trace.from_core(core, name if isinstance(name, str) else None, None)
+
+
 def open(
-    path: PathArg,
+    path: PathArg | BinaryIO,
     *,
     format: str = "auto",
     threads: int = 0,
@@ -27,7 +59,10 @@ def open(
     """Parses a TensorFlow trace dump into columnar tables.
 
     Args:
-        path: a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``),
+        path: a path (``str``, ``bytes`` or path-like; ``bytes`` name a file, as
+            ``os.listdir(b".")`` gives them), or a binary file object (``open(f, "rb")``,
+            ``io.BytesIO(data)``: its bytes are read from the current position; not cached) of
+            a StepStats or RunMetadata dump, protobuf text (``.pbtxt``) or binary (``.pb``),
             an XSpace profile (``<host>.xplane.pb``, TensorFlow 2 / JAX), or Chrome trace JSON
             (timeline.py, XProf, JAX, PyTorch ``*.pt.trace.json``); gzip-compressed
             files are decompressed transparently. A TensorBoard event file (told by its
@@ -82,6 +117,8 @@ def open(
     cache = check_flag(cache, "cache")
     progress = check_flag(progress, "progress")
     max_table_bytes = check_table_budget(max_table_bytes)
+    if hasattr(path, "read") and not isinstance(path, (str, bytes, os.PathLike)):
+        return _open_file_object(path, format, threads, cache, max_table_bytes, errors)
     path_str = check_path(path)
     if os.path.isdir(path_str) and not is_parquet_export(path_str):
         profiles = find_profiles(path_str)
