@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ._core import TraceFormatError
 from ._version import __version__
+from .compare import diff
 from .dataset import TraceSet, open_many
 from .opening import sample_path
 from .replay import MemoryReplay
@@ -37,6 +38,7 @@ __all__ = [
     "Trace",
     "TraceSet",
     "TraceFormatError",
+    "diff",
     "open",
     "open_many",
     "read_listing",

@@ -80,6 +80,14 @@ def _open(args: argparse.Namespace) -> Trace:
     return opened
 
 
+def _open_path(path: str) -> Trace:
+    """One trace named on the command line (diff's runs): a TraceSet is a usage error."""
+    opened = open(path, progress=True)
+    if isinstance(opened, TraceSet):
+        raise UsageError(f"{display_path(path)} holds {len(opened.traces)} traces; give one trace")
+    return opened
+
+
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f}"
 
@@ -531,6 +539,48 @@ def _cmd_top(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from .compare import diff
+
+    by = _BY[args.by]
+    d = diff(_open_path(args.a), _open_path(args.b), by=by)
+    rows = d.ops.to_pylist()
+    if args.output == "json":
+        import json
+
+        for r in rows:
+            print(json.dumps({by: r.pop("key"), **r}))
+        return 0
+    if args.output == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout)
+        w.writerow([by, *d.ops.column_names[1:]])
+        for r in rows:
+            w.writerow(["" if v is None else v for v in r.values()])
+        return 0
+    print(d.summary())
+    print()
+    shown = rows[: args.n]
+    _print_table(
+        [by, "a ms", "b ms", "delta ms", "ratio", "a n", "b n"],
+        [[_short(r["key"], args.width), _ms(r["a_ns"]), _ms(r["b_ns"]),
+          f"{r['delta_ns'] / 1e6:+.3f}", f"{r['ratio']:.2f}x" if r["ratio"] is not None else
+          f"only {r['only_in']}" if r["only_in"] else "-", r["a_count"], r["b_count"]]
+         for r in shown],
+    )
+    if d.allocators.num_rows:
+        print()
+        _print_table(
+            ["allocator", "a peak", "b peak", "delta"],
+            [[r["allocator"] or "(none)",
+              _size(r["a_peak_bytes"]) if r["a_peak_bytes"] is not None else "-",
+              _size(r["b_peak_bytes"]) if r["b_peak_bytes"] is not None else "-",
+              f"{r['delta_bytes']:+,d} B"] for r in d.allocators.to_pylist()],
+        )
+    return 0
+
+
 def _check_plot(args: argparse.Namespace) -> None:
     """A --plot that cannot be written fails before the trace is read."""
     if args.plot:
@@ -889,6 +939,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=_positive_int, default=20, help="rows to show (default 20)")
     p.add_argument("--width", type=_positive_int, default=60, help="key column width")
     p.set_defaults(func=_cmd_top)
+
+    p = sub.add_parser("diff", help="compare two runs: time per op, peak memory, what changed")
+    p.add_argument("a", help="the first run (any trace file tracecore reads)")
+    p.add_argument("b", help="the second run")
+    p.add_argument("--by", choices=tuple(_BY), default="op")
+    p.add_argument("-n", type=_positive_int, default=20, help="rows to show (default 20)")
+    p.add_argument("--width", type=_positive_int, default=60, help="key column width")
+    p.add_argument(
+        "--format",
+        dest="output",
+        choices=("table", "json", "csv"),
+        default="table",
+        help="table (default), json (one object per line) or csv; every row for json and csv",
+    )
+    p.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser("memory", help="peak memory per allocator and what is live at the peak")
     add_input(p)
