@@ -83,3 +83,66 @@ def test_cli_diff_json_csv_and_table(capsys: pytest.CaptureFixture[str]) -> None
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("total +")
     assert "Conv2D " in out and "only b" in out
+
+
+# ------------------------------------------------------------------------------------------
+# Known slowdowns: diff reports exactly those ops and amounts first
+# ------------------------------------------------------------------------------------------
+def _slowed(text: str, slow_us: dict[str, int]) -> str:
+    """The dump with every record of the chosen ops (by "name = Op(" label or ":Op" name)
+    made longer by the given microseconds."""
+    out, block, op = [], [], None
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped == "node_stats {":
+            block, op = [line], None
+            continue
+        if block:
+            block.append(line)
+            for name in slow_us:
+                if stripped.startswith("node_name:") and stripped.endswith(f':{name}"'):
+                    op = name
+                if stripped.startswith("timeline_label:") and f"= {name}(" in stripped:
+                    op = name
+            if line.startswith("  }"):
+                for b in block:
+                    key, _, value = b.strip().partition(": ")
+                    if op and key in ("all_end_rel_micros", "op_end_rel_micros"):
+                        indent = b[: len(b) - len(b.lstrip())]
+                        b = f"{indent}{key}: {int(value) + slow_us[op]}\n"
+                    out.append(b)
+                block = []
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+DIFF_JSON_FIELDS = {  # docs/cli.md, `tracecore diff --format json`
+    "op": str, "a_ns": int, "b_ns": int, "delta_ns": int, "ratio": (float, type(None)),
+    "a_count": int, "b_count": int, "a_share": (float, type(None)),
+    "b_share": (float, type(None)), "only_in": (str, type(None)),
+}
+
+
+def test_diff_reports_the_slowed_ops_first(tmp_path: Path, capsys) -> None:
+    text = A.read_text()
+    slowed = tmp_path / "b.pbtxt"
+    slowed.write_text(_slowed(text, {"MatMul": 7, "Const": 3}))
+    ta, tb = tracecore.open(A), tracecore.open(slowed)
+    stats = {r["key"]: r for r in ta.op_stats(by="op").to_pylist()}
+    # MatMul runs on the GPU: its time is its stream:N records' (stream:all not added), so
+    # the change is 7 us per such record; Const runs on the executor only: 3 us per record.
+    stream13 = sum(1 for r in ta.events.to_pylist()
+                   if r["op"] == "MatMul" and r["device"] == "/device:GPU:0/stream:13")
+    expected = {"MatMul": 7_000 * stream13, "Const": 3_000 * stats["Const"]["n_events"]}
+    assert stream13 > 0
+    assert cli.main(["diff", str(A), str(slowed), "--format", "json"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    for row in rows:
+        assert set(row) == set(DIFF_JSON_FIELDS)
+        for key, kind in DIFF_JSON_FIELDS.items():
+            assert isinstance(row[key], kind), (key, row)
+    assert {r["op"]: r["delta_ns"] for r in rows[:2]} == expected
+    assert all(r["delta_ns"] == 0 for r in rows[2:])
+    assert tracecore.diff(ta, tb).b_total_ns - tracecore.diff(ta, tb).a_total_ns == sum(
+        expected.values())
