@@ -121,26 +121,31 @@ def test_top_by_op_node_device(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "top", SEED0, "-n", "3")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "top 3 of 43 by op (sorted by total time)"
-    assert columns(lines[1])[:3] == ["op", "events", "total"]
-    assert [columns(line)[0] for line in lines[2:]] == ["MatMul", "LSTMBlockCell", "StridedSlice"]
+    assert lines[0] == (
+        "top 3 of 43 by op (sorted by time counted once: GPU stream time, else executor time)"
+    )
+    assert columns(lines[1])[:3] == ["op", "events", "time"]
+    assert [columns(line)[0] for line in lines[2:]] == [
+        "MatMul", "SparseSoftmaxCrossEntropyWithLogits", "LSTMBlockCell"]
+    # MatMul: 3.071 ms on stream:13, counted once (not 7.406 = executor + stream + stream:all)
     assert columns(lines[2]) == [
         "MatMul",
         "249",
-        "7.406",
+        "3.071",
         "29.7",
         "584.0",
         "3.761",
         "28.9",
         "1.264",
         "3.071",
+        "7.406",
     ]
     code, out, _ = run(capsys, "top", SEED0, "--by", "node", "-n", "1", "--width", "200")
     assert code == 0
     node = "Train/Model/sequence_loss/SparseSoftmaxCrossEntropyWithLogits/" + (
         "SparseSoftmaxCrossEntropyWithLogits"
     )
-    assert columns(out.splitlines()[2])[:3] == [node, "19", "2.083"]
+    assert columns(out.splitlines()[2])[:3] == [node, "19", "1.007"]
     # The API's name for it (Trace.op_stats(by="node_name")) gives the same table.
     code, same, _ = run(capsys, "top", SEED0, "--by", "node_name", "-n", "1", "--width", "200")
     assert code == 0 and same.splitlines()[0] == out.splitlines()[0].replace(

@@ -269,7 +269,8 @@ LIVE_RECORDS_COLS = ["event_id", "node_name", "allocator", "time_ns", "bytes"]
 LIVE_RECORDS_VALUE_COLS = ["event_id", "node_name", "time_ns", "bytes"]
 OPSTATS_SPEC = [("key", "string"), ("n_events", "int64"), ("total_ns", "int64"),
                 ("mean_ns", "float64"), ("max_ns", "int64"), ("busy_ns", "int64"),
-                ("share", "float64"), ("executor_ns", "int64"), ("stream_ns", "int64")]
+                ("share", "float64"), ("executor_ns", "int64"), ("stream_ns", "int64"),
+                ("time_ns", "int64")]
 
 
 def as_triples(table):
@@ -511,6 +512,15 @@ def _check_op_stats(c, t, by, include_empty_devices=True):
                 break
         assert match is not None, (by, g, exp)
         remaining.remove(match)
+    # time_ns: each node's time counted once (tests/test_optime.py states the rule)
+    if by == "device":
+        assert [r["time_ns"] for r in got] == [r["total_ns"] for r in got]
+    else:
+        from test_optime import reference
+
+        want = reference(t, by)
+        assert {r["key"]: r["time_ns"] for r in got if r["time_ns"]} == {
+            k: v for k, v in want.items() if v}
 
 
 @needs_queries

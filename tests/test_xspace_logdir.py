@@ -482,8 +482,9 @@ def test_top_of_an_xspace_with_a_device_plane_ranks_device_streams(
 def test_top_of_stepstats_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["top", "--sample", "-n", "2"]) == 0
     out, _ = capsys.readouterr()
-    assert out.splitlines()[0] == "top 2 of 43 by op (sorted by total time)"
+    assert out.splitlines()[0] == (
+        "top 2 of 43 by op (sorted by time counted once: GPU stream time, else executor time)")
     assert "ranking" not in out
-    assert out.splitlines()[1].split() == ["op", "events", "total", "ms", "mean", "us", "max",
+    assert out.splitlines()[1].split() == ["op", "events", "time", "ms", "mean", "us", "max",
                                            "us", "busy", "ms", "share", "%", "executor", "ms",
-                                           "stream", "ms"]
+                                           "stream", "ms", "all", "records", "ms"]

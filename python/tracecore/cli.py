@@ -323,13 +323,14 @@ def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
             span += _span(events_on_lines(t, lines))
             part = part.append_column("executor_ns", pa.array([0] * part.num_rows, pa.int64()))
             part = part.append_column("stream_ns", pa.array([0] * part.num_rows, pa.int64()))
+            part = part.append_column("time_ns", part["total_ns"])
         else:
             stepstats = True
             part = t.op_stats(by=by)
             span += _span(t.table("events"))
         parts.append(part.select(["key", "n_events", "total_ns", "max_ns", "busy_ns",
-                                  "executor_ns", "stream_ns"]))
-    columns = ["n_events", "total_ns", "busy_ns", "executor_ns", "stream_ns"]
+                                  "executor_ns", "stream_ns", "time_ns"]))
+    columns = ["n_events", "total_ns", "busy_ns", "executor_ns", "stream_ns", "time_ns"]
     if parts:
         agg = checked_aggregate(pa.concat_tables(parts), ["key"],
                                 [(c, "sum") for c in columns] + [("max_ns", "max")])
@@ -504,26 +505,33 @@ def _top_xspace(t: Trace, args: argparse.Namespace) -> int:
 
 
 def _print_top(args: argparse.Namespace, stats: pa.Table, *, executor_stream: bool) -> None:
-    """The first ``-n`` rows of an op_stats table; ``executor_stream``: with the executor and
-    stream time columns (StepStats)."""
+    """The first ``-n`` rows of an op_stats table; ``executor_stream`` (StepStats): ranked by
+    ``time_ns``, each op's time counted once (stream time for GPU work, else executor time),
+    with the executor, stream and all-records columns beside it."""
+    once = executor_stream and _BY[args.by] != "device"
+    if once:
+        stats = stats.sort_by([("time_ns", "descending"), ("key", "ascending")])
     rows = stats.slice(0, args.n).to_pylist()
-    print(f"top {len(rows)} of {stats.num_rows} by {args.by} (sorted by total time)")
-    headers = [args.by, "events", "total ms", "mean us", "max us", "busy ms", "share %"]
+    order = ("time counted once: GPU stream time, else executor time" if once
+             else "total time")
+    print(f"top {len(rows)} of {stats.num_rows} by {args.by} (sorted by {order})")
+    headers = [args.by, "events", "time ms" if once else "total ms", "mean us", "max us",
+               "busy ms", "share %"]
     if executor_stream:
-        headers += ["executor ms", "stream ms"]
+        headers += ["executor ms", "stream ms", "all records ms"]
     cells = []
     for r in rows:
         row = [
             _short(r["key"], args.width),
             r["n_events"],
-            _ms(r["total_ns"]),
+            _ms(r["time_ns"] if once else r["total_ns"]),
             f"{r['mean_ns'] / 1e3:.1f}",
             f"{r['max_ns'] / 1e3:.1f}",
             _ms(r["busy_ns"]),
             f"{r['share'] * 100:.1f}",
         ]
         if executor_stream:
-            row += [_ms(r["executor_ns"]), _ms(r["stream_ns"])]
+            row += [_ms(r["executor_ns"]), _ms(r["stream_ns"]), _ms(r["total_ns"])]
         cells.append(row)
     _print_table(headers, cells)
 

@@ -5,11 +5,12 @@
     d.allocators     # per allocator: peak bytes in each run and the change
     print(d.summary())
 
-An op's time in a run is counted once: its GPU stream time when it ran on streams (StepStats
-``stream:N`` blocks), else its executor time, else its time on the trace's other blocks (XSpace
-lines, Chrome trace tracks). ``stream:all`` and ``memcpy`` repeat the stream kernels and are not
-added (see ``Trace.op_stats``). Ops match by name across formats: a StepStats run against an
-XSpace or Chrome trace of the same model matches ops by type.
+An op's time in a run is counted once (:mod:`tracecore.optime`): per node, its GPU stream time
+when it ran on streams (StepStats ``stream:N`` blocks), else its executor time, else its time on
+the trace's other blocks (XSpace lines, Chrome trace tracks); ``stream:all`` and ``memcpy``
+repeat the stream kernels and are not added. Devices: each block's total. Ops match by name
+across formats: a StepStats run against an XSpace or Chrome trace of the same model matches ops
+by type.
 """
 
 from __future__ import annotations
@@ -53,14 +54,14 @@ def op_times(trace: Any, by: str = "op") -> dict[str, tuple[int, int]]:
     """``{key: (time_ns, count)}`` of a trace, each op's time counted once (module doc)."""
     if by not in _BY:
         raise ValueError(f"by must be one of {_BY}, not {by!r}")
-    out: dict[str, tuple[int, int]] = {}
-    for r in trace.op_stats(by=by).to_pylist():
-        stream, executor, total = r["stream_ns"], r["executor_ns"], r["total_ns"]
-        time = stream if stream > 0 else executor if executor > 0 else total
-        if by != "device" or time > 0 or r["n_events"] > 0:
-            prev = out.get(r["key"], (0, 0))
-            out[r["key"]] = (prev[0] + time, prev[1] + r["n_events"])
-    return out
+    if by == "device":
+        return {r["key"]: (r["total_ns"], r["n_events"]) for r in
+                trace.op_stats(by="device").to_pylist() if r["n_events"] > 0}
+    from .optime import counted_once
+
+    once = counted_once(trace, by)
+    return {k: (t, n) for k, t, n in zip(once["key"].to_pylist(), once["time_ns"].to_pylist(),
+                                         once["n_events"].to_pylist(), strict=True)}
 
 
 def _peaks(trace: Any) -> dict[str, int]:

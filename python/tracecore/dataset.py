@@ -342,7 +342,7 @@ class TraceSet(TableAttributes):
     def op_stats(self, by: str = "op", *, per: str = "trace") -> pa.Table:
         """:meth:`Trace.op_stats` of every trace. ``per="trace"``: the per-trace rows with
         trace_id, rank, step; ``per="rank"`` / ``"step"`` / ``"all"``: summed over the traces of
-        each rank / step / all (n_events, total_ns, busy_ns, executor_ns, stream_ns summed,
+        each rank / step / all (n_events, total_ns, busy_ns, executor_ns, stream_ns, time_ns summed,
         max_ns the max, mean_ns = total/n, share = busy_ns / the summed spans of those traces)."""
         table = self.map(lambda t: t.op_stats(by))
         if per == "trace":
@@ -359,6 +359,7 @@ class TraceSet(TableAttributes):
                 ("busy_ns", "sum"),
                 ("executor_ns", "sum"),
                 ("stream_ns", "sum"),
+                ("time_ns", "sum"),
             ]
         )
         cols = {c: agg[c] for c in group}
@@ -378,6 +379,7 @@ class TraceSet(TableAttributes):
         cols["share"] = pa.array(np.divide(busy, span, out=np.zeros_like(busy), where=span > 0))
         cols["executor_ns"] = agg["executor_ns_sum"]
         cols["stream_ns"] = agg["stream_ns_sum"]
+        cols["time_ns"] = agg["time_ns_sum"]
         out = pa.table(cols)
         return out.sort_by(
             [(c, "ascending") for c in group] + [("total_ns", "descending"), ("key", "ascending")]

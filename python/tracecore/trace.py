@@ -342,8 +342,20 @@ class Trace(TableAttributes):
 
     def op_stats(self, by: str = "op") -> pa.Table:
         """Time per op type (``by="op"``), node (``"node_name"``) or device block (``"device"``):
-        ``n_events, total_ns, mean_ns, max_ns, busy_ns, share, executor_ns, stream_ns``."""
-        return table_from_capsules(_core.op_stats(self._ensure_core(), by))
+        ``n_events, total_ns, mean_ns, max_ns, busy_ns, share, executor_ns, stream_ns,
+        time_ns``. ``total_ns`` adds every record (a GPU op's executor, stream and
+        ``stream:all`` records alike); ``time_ns`` counts each node's time once: its stream
+        records if it has any, else its executor records, else its other records
+        (:mod:`tracecore.optime`); for ``by="device"`` it is ``total_ns``."""
+        stats = table_from_capsules(_core.op_stats(self._ensure_core(), by))
+        if by == "device":
+            return stats.append_column("time_ns", stats["total_ns"])
+        from .optime import counted_once
+
+        once = counted_once(self, by)
+        times = dict(zip(once["key"].to_pylist(), once["time_ns"].to_pylist(), strict=True))
+        column = np.array([times.get(k, 0) for k in stats["key"].to_pylist()], dtype=np.int64)
+        return stats.append_column("time_ns", array(column))
 
     # -- metadata --------------------------------------------------------------------------
     @property

@@ -1,0 +1,99 @@
+"""Time per op counted once: what ``Trace.op_stats``' ``time_ns``, ``tracecore top`` and
+``tracecore.diff`` sum.
+
+A GPU op appears several times in a StepStats dump: on the executor (its launch), on its stream
+(``stream:N``, the kernel), and again on ``stream:all`` (and ``memcpy``). Adding them counts its
+time two or three times. Here each node (its stream and memcpy records' ``:Op`` suffix removed,
+so a kernel joins its node) counts the records of one class only:
+
+1. its stream records (blocks of kind ``stream``), when it has any: device time;
+2. else its executor records: a host-only op;
+3. else its records on the other blocks (XSpace lines, Chrome trace tracks, ``other``),
+   but never ``stream:all``, ``memcpy`` or the lines XProf derives from others
+   (``xla_modules``, ``steps``, ``derived``), which repeat what other blocks hold.
+
+An op's time is the sum over its nodes; sums are checked (OverflowError past int64).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._arrow import array, to_numpy
+from .intervals import grouped_sum
+
+_STREAM, _EXECUTOR, _OTHER, _REPEATS = 0, 1, 2, 3
+_CLASS = {"stream": _STREAM, "executor": _EXECUTOR, "stream_all": _REPEATS, "memcpy": _REPEATS,
+          "xla_modules": _REPEATS, "steps": _REPEATS, "derived": _REPEATS}
+_SUFFIXED = ("stream", "stream_all", "memcpy")  # records named "node:Op"
+
+SCHEMA = pa.schema([("key", pa.string()), ("time_ns", pa.int64()), ("n_events", pa.int64())])
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """A dictionary column as (codes, values): -1 for null."""
+    col = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_dictionary(col.type):
+        col = col.dictionary_encode()
+    return np.asarray(to_numpy(col.indices, -1), dtype=np.int64), col.dictionary.to_pylist()
+
+
+def counted_once(trace: Any, by: str = "op") -> pa.Table:
+    """``key, time_ns, n_events`` per op (``by="op"``, null ops as ``"(none)"``) or node
+    (``"node_name"``): the time of the records that count (module doc) and their number."""
+    if by not in ("op", "node_name"):
+        raise ValueError(f"by must be 'op' or 'node_name', not {by!r}")
+    ev = trace.table("events")
+    if ev.num_rows == 0:
+        return SCHEMA.empty_table()
+    kinds = trace.devices["kind"].to_pylist()
+    block_class = np.array([_CLASS.get(k, _OTHER) for k in kinds], dtype=np.int64)
+    block_suffixed = np.array([k in _SUFFIXED for k in kinds], dtype=bool)
+    block = np.asarray(to_numpy(ev["device_index"]), dtype=np.int64)
+    cls = block_class[block]
+    start = np.asarray(to_numpy(ev["start_ns"]), dtype=np.int64)
+    end = np.asarray(to_numpy(ev["end_ns"]), dtype=np.int64)
+    dur = np.maximum(end, start) - start
+
+    # Each record's node: stream and memcpy records lose their ":Op" suffix.
+    codes, names = _codes(ev["node_name"])
+    bases = [n.rsplit(":", 1)[0] if ":" in n else n for n in names]
+    node_names = sorted(set(names) | set(bases))
+    position = {n: i for i, n in enumerate(node_names)}
+    full = np.array([position[n] for n in names], dtype=np.int64)
+    stripped = np.array([position[n] for n in bases], dtype=np.int64)
+    node = np.where(block_suffixed[block], stripped[codes], full[codes])
+
+    # Per node, the class that counts: stream, else executor, else other.
+    n_nodes = len(node_names)
+    has = [np.bincount(node[cls == c], minlength=n_nodes) > 0 for c in (_STREAM, _EXECUTOR)]
+    chosen = np.where(has[0], _STREAM, np.where(has[1], _EXECUTOR, _OTHER))
+    counts = cls == chosen[node]
+
+    if by == "node_name":
+        key, keys = node, node_names
+    else:
+        op_codes, ops = _codes(ev["op"])
+        keys = [*(str(o) for o in ops), "(none)"]
+        key = np.where(op_codes < 0, len(ops), op_codes)
+    group = np.where(counts, key, -1)
+    time = grouped_sum(dur, group, len(keys))
+    n = np.bincount(key[counts], minlength=len(keys))
+    used = np.flatnonzero(n)
+    # "(none)" may also be an op's name: merge rows with the same key text.
+    merged: dict[str, list[int]] = {}
+    for i in used:
+        sums = merged.setdefault(keys[i], [0, 0])
+        sums[0] += int(time[i])
+        sums[1] += int(n[i])
+    if any(total > 2**63 - 1 for total, _ in merged.values()):
+        raise OverflowError("an op's time counted once overflows int64")
+    return pa.Table.from_arrays(
+        [array(list(merged), pa.string()),
+         array(np.array([v[0] for v in merged.values()], dtype=np.int64)),
+         array(np.array([v[1] for v in merged.values()], dtype=np.int64))],
+        schema=SCHEMA,
+    )
