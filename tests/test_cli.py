@@ -122,7 +122,7 @@ def test_top_by_op_node_device(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == (
-        "top 3 of 43 by op (sorted by time counted once: GPU stream time, else executor time)"
+        "top 3 of 43 by op (sorted by time counted once: stream, else executor records)"
     )
     assert columns(lines[1])[:3] == ["op", "events", "time"]
     assert [columns(line)[0] for line in lines[2:]] == [

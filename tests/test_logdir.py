@@ -150,7 +150,7 @@ def test_cli_info_and_top_of_an_event_file(capsys: pytest.CaptureFixture[str]) -
     top = capsys.readouterr().out.splitlines()
     stats = tracecore.open(TF1).op_stats(per="all")
     assert top[1] == (f"top 2 of {stats.num_rows} by op "
-                      "(sorted by time counted once: GPU stream time, else executor time)")
+                      "(sorted by time counted once: stream, else executor records)")
     stats = stats.sort_by([("time_ns", "descending"), ("key", "ascending")])
     assert [line.split()[:3] for line in top[3:5]] == [
         [r["key"], str(r["n_events"]), f"{r['time_ns'] / 1e6:.3f}"]

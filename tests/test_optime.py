@@ -16,19 +16,21 @@ KINETO = DATA / "chrome" / "torch_mlp_sgd.pt.trace.json"
 
 
 def reference(t: tracecore.Trace, by: str = "op") -> dict[str, int]:
-    """The rule, record by record: per node (stream/memcpy records without their ':Op'), its
-    stream records if any, else its executor records, else its other records (never
-    stream:all, memcpy, or XProf's derived lines)."""
+    """The rule, record by record: per node (StepStats stream/memcpy records without their
+    ':Op'), its stream records if any, else its memcpy block records, else its executor
+    records, else its other records (never stream:all, XProf's derived lines or Chrome
+    annotation tracks)."""
     kinds = t.devices["kind"].to_pylist()
+    stepstats = t.kind in ("StepStats", "RunMetadata")
     records = []
     for e in t.events.to_pylist():
         kind = kinds[e["device_index"]]
         name = e["node_name"]
-        if kind in ("stream", "stream_all", "memcpy") and ":" in name:
+        if stepstats and kind in ("stream", "stream_all", "memcpy") and ":" in name:
             name = name.rsplit(":", 1)[0]
-        cls = {"stream": 0, "executor": 1}.get(kind, 2)
-        if kind in ("stream_all", "memcpy", "xla_modules", "steps", "derived"):
-            cls = 3
+        cls = {"stream": 0, "memcpy": 1, "executor": 2}.get(kind, 3)
+        if kind in ("stream_all", "xla_modules", "steps", "derived", "annotation"):
+            cls = 4
         records.append((name, cls, e["op"] if e["op"] is not None else "(none)",
                         max(e["end_ns"], e["start_ns"]) - e["start_ns"]))
     classes = defaultdict(set)
@@ -36,7 +38,7 @@ def reference(t: tracecore.Trace, by: str = "op") -> dict[str, int]:
         classes[name].add(cls)
     out: dict[str, int] = defaultdict(int)
     for name, cls, op, dur in records:
-        chosen = 0 if 0 in classes[name] else 1 if 1 in classes[name] else 2
+        chosen = min((c for c in classes[name] if c < 4), default=3)
         if cls == chosen:
             out[op if by == "op" else name] += dur
     return dict(out)
@@ -75,3 +77,55 @@ def test_gpu_ops_count_their_stream_time_once_on_a_ten_step_dump(tmp_path: Path,
     assert cli.main(["top", str(ten), "-n", "1"]) == 0
     row = capsys.readouterr().out.splitlines()[2].split()
     assert row[:3] == ["MatMul", "2490", "30.710"]
+
+
+def _chrome(tmp_path: Path, events: list[dict], name: str = "t.json") -> tracecore.Trace:
+    import json
+
+    path = tmp_path / name
+    path.write_text(json.dumps({"traceEvents": events}))
+    return tracecore.open(path)
+
+
+def test_chrome_kernel_names_keep_their_colons_and_annotations_do_not_count(
+    tmp_path: Path,
+) -> None:
+    gpu = {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}}
+    k = "void at::native::k{}<float>(int)"
+    t = _chrome(tmp_path, [
+        gpu,
+        {"ph": "X", "name": k.format("A"), "pid": 0, "tid": 7, "ts": 1, "dur": 2},
+        {"ph": "X", "name": k.format("B"), "pid": 0, "tid": 7, "ts": 4, "dur": 3},
+        {"ph": "X", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": 0, "ts": 0,
+         "dur": 100},
+        {"ph": "X", "name": "aten::mm", "pid": 9, "tid": 9, "ts": 0, "dur": 5},
+    ])
+    nodes = {r["key"]: r["time_ns"] for r in t.op_stats(by="node_name").to_pylist()}
+    assert nodes[k.format("A")] == 2000 and nodes[k.format("B")] == 3000
+    assert nodes["PyTorch Profiler (0)"] == 0  # an annotation track spans the others
+    assert nodes["aten::mm"] == 5000
+
+
+def test_an_event_length_past_int64_is_an_overflow_error(tmp_path: Path) -> None:
+    from tracecore.optime import counted_once
+
+    t = _chrome(tmp_path, [
+        {"ph": "B", "name": "big", "pid": 1, "tid": 1, "ts": -9000000000000000},
+        {"ph": "E", "name": "big", "pid": 1, "tid": 1, "ts": 9000000000000000},
+    ])
+    with pytest.raises(OverflowError, match=r"end_ns - start_ns\) overflows int64"):
+        counted_once(t)
+    with pytest.raises(OverflowError):
+        tracecore.diff(t, t)
+
+
+def test_diff_matches_an_xspace_and_its_chrome_conversion_by_name() -> None:
+    # The same JAX run as XProf's XSpace and as its trace.json.gz: no op is only in one run.
+    xspace = DATA / "xspace" / "jax_mlp2_tanh.xplane.pb"
+    chrome = DATA / "chrome" / "jax_mlp2_tanh.trace.json.gz"
+    d = tracecore.diff(xspace, chrome)
+    rows = {r["key"]: r for r in d.ops.to_pylist()}
+    assert "(none)" not in rows
+    assert rows["PjitFunction(train_step)"]["only_in"] is None
+    shared = [r for r in rows.values() if r["only_in"] is None]
+    assert len(shared) > 10

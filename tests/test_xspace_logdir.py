@@ -483,7 +483,7 @@ def test_top_of_stepstats_is_unchanged(capsys: pytest.CaptureFixture[str]) -> No
     assert cli.main(["top", "--sample", "-n", "2"]) == 0
     out, _ = capsys.readouterr()
     assert out.splitlines()[0] == (
-        "top 2 of 43 by op (sorted by time counted once: GPU stream time, else executor time)")
+        "top 2 of 43 by op (sorted by time counted once: stream, else executor records)")
     assert "ranking" not in out
     assert out.splitlines()[1].split() == ["op", "events", "time", "ms", "mean", "us", "max",
                                            "us", "busy", "ms", "share", "%", "executor", "ms",

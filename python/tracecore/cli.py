@@ -512,7 +512,7 @@ def _print_top(args: argparse.Namespace, stats: pa.Table, *, executor_stream: bo
     if once:
         stats = stats.sort_by([("time_ns", "descending"), ("key", "ascending")])
     rows = stats.slice(0, args.n).to_pylist()
-    order = ("time counted once: GPU stream time, else executor time" if once
+    order = ("time counted once: stream, else executor records" if once
              else "total time")
     print(f"top {len(rows)} of {stats.num_rows} by {args.by} (sorted by {order})")
     headers = [args.by, "events", "time ms" if once else "total ms", "mean us", "max us",

@@ -9,8 +9,8 @@ An op's time in a run is counted once (:mod:`tracecore.optime`): per node, its G
 when it ran on streams (StepStats ``stream:N`` blocks), else its executor time, else its time on
 the trace's other blocks (XSpace lines, Chrome trace tracks); ``stream:all`` and ``memcpy``
 repeat the stream kernels and are not added. Devices: each block's total. Ops match by name
-across formats: a StepStats run against an XSpace or Chrome trace of the same model matches ops
-by type.
+across formats (an event without an op, as most XSpace host events, by its node name): a
+StepStats run against an XSpace or Chrome trace of the same model matches ops by type.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
+from ._arrow import array
 from .checks import PathArg
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ def op_times(trace: Any, by: str = "op") -> dict[str, tuple[int, int]]:
                 trace.op_stats(by="device").to_pylist() if r["n_events"] > 0}
     from .optime import counted_once
 
-    once = counted_once(trace, by)
+    once = counted_once(trace, by, name_for_null_op=True)
     return {k: (t, n) for k, t, n in zip(once["key"].to_pylist(), once["time_ns"].to_pylist(),
                                          once["n_events"].to_pylist(), strict=True)}
 
@@ -142,8 +144,21 @@ def diff(a: Trace | PathArg, b: Trace | PathArg, *, by: str = "op") -> TraceDiff
             "only_in": "a" if pb_ is None else "b" if pa_ is None else None,
         })
     allocs.sort(key=lambda r: (-abs(r["delta_bytes"]), r["allocator"]))
-    return TraceDiff(
-        pa.Table.from_pylist(rows, schema=DIFF_SCHEMA),
-        pa.Table.from_pylist(allocs, schema=ALLOCATOR_SCHEMA),
-        total_a, total_b, by,
-    )
+    return TraceDiff(_table(rows, DIFF_SCHEMA), _table(allocs, ALLOCATOR_SCHEMA),
+                     total_a, total_b, by)
+
+
+def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows as a table, built with the package's array helper (pa.Table.from_pylist would
+    import pandas)."""
+    columns = []
+    for f in schema:
+        values = [r[f.name] for r in rows]
+        if pa.types.is_string(f.type):
+            columns.append(array(values, f.type))
+        else:
+            mask = np.array([v is None for v in values], dtype=bool)
+            dtype = np.float64 if pa.types.is_floating(f.type) else np.int64
+            data = np.array([0 if v is None else v for v in values], dtype=dtype)
+            columns.append(array(data, f.type, mask=mask if mask.any() else None))
+    return pa.Table.from_arrays(columns, schema=schema)

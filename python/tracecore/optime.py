@@ -3,16 +3,21 @@
 
 A GPU op appears several times in a StepStats dump: on the executor (its launch), on its stream
 (``stream:N``, the kernel), and again on ``stream:all`` (and ``memcpy``). Adding them counts its
-time two or three times. Here each node (its stream and memcpy records' ``:Op`` suffix removed,
-so a kernel joins its node) counts the records of one class only:
+time two or three times. Here each node (a StepStats stream or memcpy record's ``:Op`` suffix
+removed, so a kernel joins its node) counts the records of one class of blocks only:
 
 1. its stream records (blocks of kind ``stream``), when it has any: device time;
-2. else its executor records: a host-only op;
-3. else its records on the other blocks (XSpace lines, Chrome trace tracks, ``other``),
-   but never ``stream:all``, ``memcpy`` or the lines XProf derives from others
-   (``xla_modules``, ``steps``, ``derived``), which repeat what other blocks hold.
+2. else its ``memcpy`` block records (a copy seen on no stream);
+3. else its executor records: a host-only op;
+4. else its records on the other blocks (XSpace lines, Chrome trace tracks), but never
+   ``stream:all`` or the blocks that repeat or span others: the lines XProf derives
+   (``xla_modules``, ``steps``, ``derived``) and a Chrome trace's annotation tracks (Kineto's
+   profiler spans).
 
-An op's time is the sum over its nodes; sums are checked (OverflowError past int64).
+This removes the repeats between blocks, not nesting within one: on a host thread of a Chrome
+trace or an XSpace, an event and the events inside it (a Python frame and the ops it calls)
+each count their whole duration. An op's time is the sum over its nodes; lengths and sums are
+checked (OverflowError past int64).
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ import pyarrow as pa
 from ._arrow import array, to_numpy
 from .intervals import grouped_sum
 
-_STREAM, _EXECUTOR, _OTHER, _REPEATS = 0, 1, 2, 3
-_CLASS = {"stream": _STREAM, "executor": _EXECUTOR, "stream_all": _REPEATS, "memcpy": _REPEATS,
-          "xla_modules": _REPEATS, "steps": _REPEATS, "derived": _REPEATS}
+_STREAM, _MEMCPY, _EXECUTOR, _OTHER, _REPEATS = 0, 1, 2, 3, 4
+_CLASS = {"stream": _STREAM, "memcpy": _MEMCPY, "executor": _EXECUTOR, "stream_all": _REPEATS,
+          "xla_modules": _REPEATS, "steps": _REPEATS, "derived": _REPEATS,
+          "annotation": _REPEATS}
 _SUFFIXED = ("stream", "stream_all", "memcpy")  # records named "node:Op"
 
 SCHEMA = pa.schema([("key", pa.string()), ("time_ns", pa.int64()), ("n_events", pa.int64())])
@@ -41,9 +47,10 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     return np.asarray(to_numpy(col.indices, -1), dtype=np.int64), col.dictionary.to_pylist()
 
 
-def counted_once(trace: Any, by: str = "op") -> pa.Table:
-    """``key, time_ns, n_events`` per op (``by="op"``, null ops as ``"(none)"``) or node
-    (``"node_name"``): the time of the records that count (module doc) and their number."""
+def counted_once(trace: Any, by: str = "op", *, name_for_null_op: bool = False) -> pa.Table:
+    """``key, time_ns, n_events`` per op (``by="op"``, null ops as ``"(none)"``, or as the
+    event's node name with ``name_for_null_op``) or node (``"node_name"``): the time of the
+    records that count (module doc) and their number."""
     if by not in ("op", "node_name"):
         raise ValueError(f"by must be 'op' or 'node_name', not {by!r}")
     ev = trace.table("events")
@@ -57,9 +64,13 @@ def counted_once(trace: Any, by: str = "op") -> pa.Table:
     start = np.asarray(to_numpy(ev["start_ns"]), dtype=np.int64)
     end = np.asarray(to_numpy(ev["end_ns"]), dtype=np.int64)
     dur = np.maximum(end, start) - start
+    if (dur < 0).any():  # wrapped: the length does not fit int64
+        raise OverflowError("an event's length (end_ns - start_ns) overflows int64")
 
     # Each record's node: stream and memcpy records lose their ":Op" suffix.
     codes, names = _codes(ev["node_name"])
+    if trace.kind not in ("StepStats", "RunMetadata"):
+        block_suffixed[:] = False  # other formats' names are as written ("void at::native::k")
     bases = [n.rsplit(":", 1)[0] if ":" in n else n for n in names]
     node_names = sorted(set(names) | set(bases))
     position = {n: i for i, n in enumerate(node_names)}
@@ -69,8 +80,10 @@ def counted_once(trace: Any, by: str = "op") -> pa.Table:
 
     # Per node, the class that counts: stream, else executor, else other.
     n_nodes = len(node_names)
-    has = [np.bincount(node[cls == c], minlength=n_nodes) > 0 for c in (_STREAM, _EXECUTOR)]
-    chosen = np.where(has[0], _STREAM, np.where(has[1], _EXECUTOR, _OTHER))
+    chosen = np.full(n_nodes, _OTHER, dtype=np.int64)
+    for c in (_EXECUTOR, _MEMCPY, _STREAM):  # the first class a node has wins: stream first
+        has = np.bincount(node[cls == c], minlength=n_nodes) > 0
+        chosen[has] = c
     counts = cls == chosen[node]
 
     if by == "node_name":
@@ -79,6 +92,9 @@ def counted_once(trace: Any, by: str = "op") -> pa.Table:
         op_codes, ops = _codes(ev["op"])
         keys = [*(str(o) for o in ops), "(none)"]
         key = np.where(op_codes < 0, len(ops), op_codes)
+        if name_for_null_op:  # an event without an op is keyed by its node's name
+            keys += node_names
+            key = np.where(op_codes < 0, len(ops) + 1 + node, key)
     group = np.where(counts, key, -1)
     time = grouped_sum(dur, group, len(keys))
     n = np.bincount(key[counts], minlength=len(keys))

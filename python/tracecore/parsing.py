@@ -171,3 +171,14 @@ def parse_core(
             head = _gzip_head(path)
         raise _reraise_with_path(_explained(e, head, format), path) from None
     return core, SourceFile(os.path.abspath(path), st.st_size, st.st_mtime_ns)
+
+
+def explain_error(error: TraceFormatError, head: bytes, format: str) -> TraceFormatError:
+    """The error of a parse of bytes held in memory, made clearer as a file's is (its first
+    bytes ``head``)."""
+    return _explained(error, head, format)
+
+
+def reraise_with_path(error: TraceFormatError, path: str) -> TraceFormatError:
+    """``error`` with ``path`` in front of its message and as its ``path``."""
+    return _reraise_with_path(error, path)

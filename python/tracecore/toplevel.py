@@ -19,7 +19,7 @@ from .checks import (
 from .dataset import TraceSet
 from .logdir import event_files_below, is_event_file, open_event_file_set, open_log_directory
 from .opening import is_parquet_export, open_checked
-from .parsing import FORMATS, check_errors
+from .parsing import FORMATS, check_errors, explain_error, reraise_with_path
 from .profiles import find_profiles
 from .trace import Trace
 
@@ -30,20 +30,28 @@ def _open_file_object(
     """A trace read from a binary file object (its bytes from the current position on)."""
     if cache:
         raise ValueError("cache=True needs a path: a file object's trace is not cached")
+    try:
+        at_start = f.tell() == 0
+    except (OSError, AttributeError, ValueError):
+        at_start = False
     data = f.read()
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(
             f"a file object must be opened in binary mode ('rb'): its read() gave "
             f"{type(data).__name__}, not bytes"
         )
+    data = bytes(data)
     name = getattr(f, "name", None)
+    # The trace's source only when the object is a whole regular file read from its start.
+    source = name if isinstance(name, str) and at_start and os.path.isfile(name) else None
     try:
-        core = _core.open_bytes(bytes(data), format, threads, max_table_bytes, errors)
+        core = _core.open_bytes(data, format, threads, max_table_bytes, errors)
     except TraceFormatError as e:
-        if isinstance(name, str):
-            raise TraceFormatError(f"{display_path(name)}: {e}") from None
-        raise
-    return Trace.from_core(core, name if isinstance(name, str) else None, None)
+        explained = explain_error(e, data[:65536], format)
+        if source is None:
+            raise explained from None
+        raise reraise_with_path(explained, source) from None
+    return Trace.from_core(core, source, None)
 
 
 def open(

@@ -14,6 +14,7 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
   std::vector<uint32_t> group(e.size());
   // by device: one group per device block (the same device string can head several blocks).
   std::vector<std::string_view> block_keys;
+  const bool suffixed = t.kind == TraceKind::kStepStats || t.kind == TraceKind::kRunMetadata;
   if (by == GroupBy::kDevice) {
     for (size_t d = 0; d < t.devices.size(); ++d) block_keys.push_back(t.pool.Get(t.devices.device[d]));
   }
@@ -30,7 +31,10 @@ OpStatsTable OpStats(const TraceTables& t, GroupBy by) {
         break;
       case GroupBy::kNodeName: {
         key = t.pool.Get(e.node_name[i]);
-        if (kind == DeviceKind::kStream || kind == DeviceKind::kStreamAll || kind == DeviceKind::kMemcpy) {
+        // StepStats GPU records are named "node:Op"; other formats' names are as written
+        // (a CUDA kernel's "void at::native::k(...)" keeps its colons).
+        if (suffixed && (kind == DeviceKind::kStream || kind == DeviceKind::kStreamAll ||
+                         kind == DeviceKind::kMemcpy)) {
           const size_t colon = key.rfind(':');
           if (colon != std::string_view::npos) key = key.substr(0, colon);
         }
