@@ -14,7 +14,6 @@ from .checks import (
     check_path,
     check_table_budget,
     check_threads,
-    display_path,
 )
 from .dataset import TraceSet
 from .logdir import event_files_below, is_event_file, open_event_file_set, open_log_directory
