@@ -407,7 +407,9 @@ def test_console_script_and_module_entry_points(tmp_path: Path) -> None:
             timeout=60,
         )
         assert done.returncode == 0, done.stderr
-        assert done.stdout.splitlines()[0] == "top 1 of 43 by op (sorted by total time)"
+        assert done.stdout.splitlines()[0] == (
+            "top 1 of 43 by op (sorted by time counted once: stream, else executor records)"
+        )
         done = subprocess.run(
             command + ["info", str(tmp_path / "missing.pb")],
             capture_output=True,

@@ -17,6 +17,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "cpp-tests"
+# How build/cpp-tests is configured, by every test that builds there (test_xspace_decoder's
+# xspace_dump too: one configuration, so the tree is built once per run). No optimisation, no
+# debug info, no link-time optimisation: the tests are small, and the default test run's budget
+# is the build's time.
+CONFIGURE = ("-DTRACECORE_BUILD_TESTS=ON", "-DCMAKE_BUILD_TYPE=", "-DTRACECORE_IPO=OFF")
 
 
 def _cmake() -> str:
@@ -41,13 +46,8 @@ def unit_build() -> Path:
     if not (ROOT / "cpp" / "tests" / "CMakeLists.txt").exists():
         pytest.skip("not a source checkout")
     cmake = _cmake()
-    subprocess.run(
-        [cmake, "-S", str(ROOT), "-B", str(BUILD), "-DTRACECORE_BUILD_TESTS=ON",
-         # No optimisation, no debug info, no link-time optimisation: the tests are small,
-         # and the default test run's budget is the build's time.
-         "-DCMAKE_BUILD_TYPE=", "-DTRACECORE_IPO=OFF"],
-        check=True, capture_output=True, text=True,
-    )
+    subprocess.run([cmake, "-S", str(ROOT), "-B", str(BUILD), *CONFIGURE],
+                   check=True, capture_output=True, text=True)
     jobs = str(os.cpu_count() or 2)
     build = subprocess.run(
         [cmake, "--build", str(BUILD), "-j", jobs], capture_output=True, text=True

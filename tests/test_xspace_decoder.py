@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import xspace_proto as xp
 import xspace_strategies as xs
-from test_cpp_units import BUILD, _cmake
+from test_cpp_units import BUILD, CONFIGURE, _cmake
 
 DATA = Path(__file__).parent / "data" / "xspace"
 SAMPLES = sorted(DATA.glob("*.xplane.pb"))
@@ -35,8 +35,9 @@ INT64_MAX = 2**63 - 1
 @pytest.fixture(scope="module")
 def dump_tool() -> Path:
     cmake = _cmake()
-    subprocess.run([cmake, "-S", str(BUILD.parent.parent), "-B", str(BUILD),
-                    "-DTRACECORE_BUILD_TESTS=ON", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+    # The configuration test_cpp_units builds with: after it, xspace_dump is already built
+    # (another one would rebuild the whole tree, over two minutes of the default run).
+    subprocess.run([cmake, "-S", str(BUILD.parent.parent), "-B", str(BUILD), *CONFIGURE],
                    check=True, capture_output=True, text=True)
     build = subprocess.run([cmake, "--build", str(BUILD), "-j", "2", "--target", "xspace_dump"],
                            check=False, capture_output=True, text=True)
