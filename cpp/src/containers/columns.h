@@ -11,6 +11,13 @@
 
 namespace tracecore {
 
+// Appends a row's nullable value to a column and its validity (T{} where absent).
+template <class C, class T>
+void PushNullable(C& column, Column<uint8_t>& valid, bool present, T value) {
+  column.push_back(present ? value : T{});
+  valid.push_back(present ? 1 : 0);
+}
+
 // A column of variable-length strings: Arrow "utf8" layout (int32 offsets + bytes).
 struct StringColumn {
   Column<int32_t> offsets{0};

@@ -139,12 +139,6 @@ bool ParseUint64(std::string_view text, uint64_t* out) {
   return true;
 }
 
-template <class C, class T>
-void PushNullable(C& column, Column<uint8_t>& valid, bool present, T value) {
-  column.push_back(present ? value : T{});
-  valid.push_back(present ? 1 : 0);
-}
-
 // Keeps the rows of a column whose keep[row] is set.
 template <class T, class A>
 void KeepRows(std::vector<T, A>& column, const std::vector<uint8_t>& keep) {

@@ -202,13 +202,6 @@ bool IntValue(const Stat& s, int64_t* v) {
   return false;
 }
 
-// Appends a row's nullable value to a column and its validity.
-template <class C, class T>
-void PushNullable(C& column, Column<uint8_t>& valid, bool present, T value) {
-  column.push_back(present ? value : T{});
-  valid.push_back(present ? 1 : 0);
-}
-
 // What the importer builds. The open builds every table but the events' stats, which a second
 // pass over the same input builds on demand (ReadXSpaceEventStats): they can take more memory
 // than the events themselves, and few queries need them.
