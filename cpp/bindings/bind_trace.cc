@@ -9,6 +9,7 @@
 #include <string>
 
 #include "arrow/arrow_export.h"
+#include "arrow/arrow_import.h"
 #include "bindings.h"
 #include "core/error.h"
 #include "open/format_registry.h"
@@ -267,6 +268,46 @@ void RegisterTrace(py::module_& m) {
       "Memory-maps and parses a trace file (gzip data is decompressed first); "
       "max_table_bytes: the tables' memory budget, 0 for the default; errors: 'strict' or "
       "'replace' (Chrome trace JSON strings).");
+  m.def(
+      "from_tables",
+      [](py::list tables, const std::string& kind, const std::string& format) {
+        // (name, [(arrow_schema capsule, arrow_array capsule), ...]) per table, one pair per
+        // record batch as its __arrow_c_array__ gives them; the capsules stay owned (and
+        // released) by Python, which holds them in `tables` for the whole call.
+        std::vector<ArrowTableInput> inputs;
+        for (py::handle item : tables) {
+          auto entry = item.cast<py::tuple>();
+          ArrowTableInput input;
+          input.name = entry[0].cast<std::string>();
+          for (py::handle batch : entry[1].cast<py::list>()) {
+            auto capsules = batch.cast<py::tuple>();
+            ArrowBatchInput in;
+            in.schema = static_cast<const ArrowSchema*>(
+                PyCapsule_GetPointer(capsules[0].ptr(), "arrow_schema"));
+            if (in.schema == nullptr) throw py::error_already_set();
+            in.array = static_cast<const ArrowArray*>(
+                PyCapsule_GetPointer(capsules[1].ptr(), "arrow_array"));
+            if (in.array == nullptr) throw py::error_already_set();
+            if (in.schema->release == nullptr || in.array->release == nullptr) {
+              throw std::invalid_argument("table " + input.name + ": a released Arrow array");
+            }
+            input.batches.push_back(in);
+          }
+          inputs.push_back(std::move(input));
+        }
+        const TraceKind trace_kind = TraceKindFromName(kind);
+        const Encoding encoding = EncodingFromName(format);
+        PyTrace trace;
+        py::gil_scoped_release release;
+        const auto start = std::chrono::steady_clock::now();
+        trace.tables = ImportTables(inputs, trace_kind, encoding);
+        trace.parse_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return trace;
+      },
+      py::arg("tables"), py::arg("kind"), py::arg("format"),
+      "A trace over tables read back from a store: [(name, [(arrow_schema, arrow_array), ...])] "
+      "of record batches in the layout export_table gives, every value copied and checked.");
   m.def(
       "open_bytes",
       [](py::bytes data, const std::string& format, int threads, uint64_t max_table_bytes,

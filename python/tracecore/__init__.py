@@ -15,7 +15,6 @@ from .compare import diff
 from .dataset import TraceSet, open_many
 from .opening import sample_path
 from .replay import MemoryReplay
-from .stored import SourceUnavailableError
 from .toplevel import open
 from .trace import Trace
 
@@ -34,7 +33,6 @@ def read_listing(path: str | os.PathLike[str]) -> pa.Table:
 
 __all__ = [
     "MemoryReplay",
-    "SourceUnavailableError",
     "Trace",
     "TraceSet",
     "TraceFormatError",

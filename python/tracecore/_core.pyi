@@ -40,6 +40,9 @@ def open_bytes(
     max_table_bytes: int = 0,
     errors: str = "strict",
 ) -> Trace: ...
+def from_tables(
+    tables: list[tuple[str, list[tuple[object, object]]]], kind: str, format: str
+) -> Trace: ...
 def overlaps(
     trace: Trace,
     left: npt.NDArray[np.uint8] | None,

@@ -1028,8 +1028,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if os.environ.get("TRACECORE_DEBUG"):
         return int(args.func(args))
-    from .stored import SourceUnavailableError
-
     try:
         return int(args.func(args))
     except UsageError as e:
@@ -1043,7 +1041,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (OSError, SourceUnavailableError) as e:
+    except OSError as e:
         print(f"tracecore: {e}", file=sys.stderr)
         return 1
     except ImportError as e:

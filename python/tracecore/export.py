@@ -5,9 +5,7 @@ in its own module:
   (:func:`open_parquet_dir`, in :mod:`.opening`, makes the Trace);
 * Chrome trace-event JSON, :mod:`.chrome`: :func:`to_chrome_trace`, :func:`chrome_trace_events`;
 * SQL through DuckDB, :mod:`.sql`: :func:`sql`;
-* stored traces, :mod:`.stored`: :class:`SourceUnavailableError` (a query of a reopened
-  directory or cache entry whose source is gone or has changed), :func:`compact_dictionaries`,
-  :func:`trace_meta`.
+* stored traces, :mod:`.stored`: :func:`compact_dictionaries`, :func:`trace_meta`.
 """
 
 from __future__ import annotations
@@ -23,13 +21,12 @@ from .parquet import (
     to_parquet,
 )
 from .sql import sql
-from .stored import LAYOUT_VERSION, SourceUnavailableError, compact_dictionaries, trace_meta
+from .stored import LAYOUT_VERSION, compact_dictionaries, trace_meta
 
 __all__ = [
     "LAYOUT_VERSION",
     "META_FILE",
     "PARQUET_CODECS",
-    "SourceUnavailableError",
     "check_parquet_compression",
     "checked_output_file",
     "chrome_trace_events",

@@ -429,6 +429,10 @@ class _NameInfo:
         return pa.DictionaryArray.from_arrays(indices, enc.dictionary.cast(pa.string()))
 
 
+#: The columns :func:`add_name_columns` adds to ``events``.
+NAME_COLUMNS = ("forward_scope", "phase")
+
+
 def add_name_columns(events: pa.Table) -> pa.Table:
     """``events`` plus ``forward_scope`` (dict<string>, null unless a gradient node's forward op
     can be named) and ``phase`` (dict<string>: forward | backward | optimizer | other). The

@@ -8,12 +8,13 @@ Layout::
                            the size and CRC-32C of each Parquet file ("files"), and a sha256
                            of all of that ("checksum")
 
-The raw tables are written (``Trace.table(name)``, not the ``events`` property: the name
-columns are derived again when the directory is reopened). Dictionary-encoded strings stay
-dictionary-encoded, with their dictionaries reduced to the values the column uses.
+Each table is written as ``Trace.table(name)`` gives it, but ``events`` as the ``events``
+property gives it, with the name columns (``forward_scope``, ``phase``), so that each file
+stands alone in DuckDB or pandas. Dictionary-encoded strings stay dictionary-encoded, with their
+dictionaries reduced to the values the column uses.
 
 ``tracecore.open(dir)`` reads the directory back as a stored trace (:mod:`.stored`): its tables
-come from the files, and its queries re-parse the source file while it is unchanged.
+come from the files, and its queries run on them; the source file is never needed again.
 
 Verified and whole: reading back checks ``tracecore.json`` against its own checksum and each
 file's size and CRC-32C over all its bytes before decoding it (one pass at memory speed, small
@@ -114,7 +115,8 @@ def to_parquet(
         try:
             for name in trace.table_names:
                 file_name = f"{name}.{secrets.token_hex(8)}.parquet"
-                table = compact_dictionaries(trace.table(name))
+                whole = trace.events if name == "events" else trace.table(name)
+                table = compact_dictionaries(whole)
                 with naming(out / file_name):
                     written.append(out / file_name)
                     with builtins.open(out / file_name, "xb") as f:

@@ -142,7 +142,7 @@ def replay(
     baseline: str | None,
 ) -> MemoryReplay:
     """:meth:`Trace.replay` of ``trace``; ``core`` gives its native core, called once the
-    arguments are checked (a stored trace re-parses its source there)."""
+    arguments are checked (a stored trace builds it from its tables there)."""
     if source not in ("records", "tensors", "in_use"):
         raise ValueError(f"source must be 'records', 'tensors' or 'in_use', not {source!r}")
     if baseline not in (None, "snapshot"):

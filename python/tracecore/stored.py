@@ -2,11 +2,10 @@
 from such tables (a cache entry, :mod:`.cache`, or a Parquet directory, :mod:`.parquet`) is and
 does (``Trace.from_stored`` puts the two together).
 
-A stored trace has the tables and figures of the original parse. The queries (``overlaps``,
-``window``, ``occupancy``, ``replay``, ``op_stats``) need the native core, which is rebuilt on
-first use by re-parsing the source file, but only if that file is still there with the size and
-mtime recorded when the tables were written; otherwise they raise
-:class:`SourceUnavailableError`.
+A stored trace has the tables and figures of the original parse, and is complete without the
+source file: the queries (``overlaps``, ``window``, ``occupancy``, ``replay``, ``op_stats``)
+run on a native core built on first use from the stored tables (:func:`core_from_tables`),
+which checks every value it takes.
 
 Stored files are verified (:func:`read_verified`, :func:`file_crc32c`): every file carries the
 CRC-32C of its bytes, checked before a byte of it is decoded; files are read into memory, not
@@ -32,7 +31,6 @@ import numpy as np
 import pyarrow as pa
 
 from . import _core, _version
-from .parsing import parse_core
 from .traceinfo import SourceFile, TraceInfo
 
 if TYPE_CHECKING:
@@ -50,11 +48,6 @@ STALE_UNLOCKED_SECONDS = 3600.0
 
 class ChecksumMismatchError(ValueError):
     """A stored file does not have the size or the CRC-32C recorded when it was written."""
-
-
-class SourceUnavailableError(RuntimeError):
-    """A query needs the native core of a trace read back from a cache or a Parquet directory,
-    and its source file is gone or has changed since the tables were written."""
 
 
 def trace_meta(trace: Trace) -> dict[str, Any]:
@@ -106,37 +99,24 @@ def stored_info(
     )
 
 
-def reparse(meta: Mapping[str, Any], source: str | None = None) -> _core.Trace:
-    """The native core of a stored trace, re-parsed from its source file.
+def core_from_tables(tables: Mapping[str, pa.Table], meta: Mapping[str, Any]) -> _core.Trace:
+    """The native core of a stored trace, built from its own ``tables`` (read back from the
+    store): every query then runs on what was stored, whatever became of the source file.
 
-    The source is re-parsed only if it still has the size and mtime recorded when the tables
-    were written, so a query never mixes the stored tables with a changed file.
+    The core copies every value and checks it (types, offsets, dictionary indices, references
+    between tables, row numbers); the tables of a store are also checksummed when read.
 
     Raises:
-        SourceUnavailableError: the source is gone or has changed.
+        TraceFormatError: a table is not one the core wrote (another type, a missing column, a
+            reference out of range, ...); the message names the table and column.
     """
-    path = meta.get("source") or source
-    what = "this trace was read back from stored tables"
-    if not path:
-        raise SourceUnavailableError(f"{what} without a source path; queries need the source")
-    try:
-        st = os.stat(path)
-    except OSError:
-        raise SourceUnavailableError(
-            f"{what}; queries re-parse the source {path!r}, which is no longer there"
-        ) from None
-    if st.st_size != meta.get("size") or st.st_mtime_ns != meta.get("mtime_ns"):
-        raise SourceUnavailableError(
-            f"{what}; queries re-parse the source {path!r}, which has changed since "
-            f"(size/mtime differ): open the file again"
-        )
-    core, _ = parse_core(path, format=meta.get("format", "auto"), threads=0)
-    expected = meta.get("counts", {}).get("events")
-    if expected is not None and core.num_events != expected:
-        raise SourceUnavailableError(
-            f"{what}; re-parsing {path!r} gave {core.num_events} events, not {expected}"
-        )
-    return core
+    items = []
+    for name in _core.TABLE_NAMES:
+        table = tables.get(name)
+        if table is not None:
+            # Batch by batch, each with its own dictionaries: no copy on this side.
+            items.append((name, [batch.__arrow_c_array__() for batch in table.to_batches()]))
+    return _core.from_tables(items, str(meta.get("kind", "")), str(meta.get("format", "")))
 
 
 def compact_dictionaries(table: pa.Table) -> pa.Table:

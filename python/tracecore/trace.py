@@ -2,8 +2,8 @@
 
 A Trace is the same class whether its tables were just parsed (the native core exports them
 without copying) or read back from a cache or a Parquet directory (see :mod:`.stored`). The
-queries run on the native core; a stored trace is given a way to rebuild it (re-parsing its
-unchanged source) and does so on its first query.
+queries run on the native core; a stored trace builds its core from its stored tables on its
+first query, so it never needs its source file.
 
 The modules that implement the methods (exports, names) take a Trace but import this module for
 annotations only, and only the layers above (opening, cache, dataset) make Traces: no import
@@ -104,15 +104,25 @@ class Trace(TableAttributes):
         load_seconds: float,
     ) -> Trace:
         """A Trace over tables read back from a store (a cache entry, a Parquet directory),
-        described by ``meta`` as :func:`tracecore.stored.trace_meta` wrote it; its queries
-        re-parse the unchanged source (see :mod:`.stored`)."""
+        described by ``meta`` as :func:`tracecore.stored.trace_meta` wrote it; its queries run
+        on a core built from those tables (see :mod:`.stored`). An ``events`` table stored with
+        its name columns (``forward_scope``, ``phase``) serves :attr:`events` as it is."""
         from . import stored
+        from .names import NAME_COLUMNS
 
         info = stored.stored_info(
             meta, source=source, loaded_from=loaded_from, load_seconds=load_seconds
         )
+        raw = dict(tables)
+        events = raw.get("events")
+        with_names = None
+        if events is not None and all(c in events.column_names for c in NAME_COLUMNS):
+            with_names = events
+            raw["events"] = events.drop_columns(list(NAME_COLUMNS))
         recorded = dict(meta)
-        return cls(info, tables=tables, rebuild_core=lambda: stored.reparse(recorded, source))
+        trace = cls(info, tables=raw, rebuild_core=lambda: stored.core_from_tables(raw, recorded))
+        trace._events_with_names = with_names
+        return trace
 
     # -- tables ----------------------------------------------------------------------------
     def table(self, name: str) -> pa.Table:
@@ -126,10 +136,11 @@ class Trace(TableAttributes):
         return cached
 
     def _ensure_core(self) -> _core.Trace:
-        """The native core; built on first use when this Trace was read back from stored tables.
+        """The native core; built on first use from the tables when this Trace was read back
+        from a store.
 
         Raises:
-            tracecore.stored.SourceUnavailableError: the source is gone or has changed.
+            TraceFormatError: a stored table is not one tracecore wrote.
         """
         if self._core is None:
             if self._rebuild_core is None:

@@ -11,8 +11,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class SourceFile:
-    """The file a trace was parsed from, as it was just before parsing: a stored copy of the
-    tables re-parses it for queries only while it still has this size and mtime."""
+    """The file a trace was parsed from, as it was just before parsing (a cache entry is
+    valid only while the file still has this size and mtime)."""
 
     path: str  # absolute
     size: int
