@@ -656,7 +656,7 @@ def test_an_unreadable_tracecore_json_removes_nothing(tmp_path: Path) -> None:
     a.to_parquet(tmp_path)
     old_files = parquet_files(tmp_path)
     (tmp_path / "tracecore.json").write_text("{ not json")
-    b.to_parquet(tmp_path)
+    b.to_parquet(tmp_path, overwrite=True)
     assert all(p.exists() for p in old_files)  # what the broken file named is unknown: kept
     back = tracecore.open(tmp_path)
     assert back.events.num_rows == b.events.num_rows == len(b)
@@ -671,7 +671,7 @@ def test_only_our_files_are_removed_after_the_commit(tmp_path: Path) -> None:
     (tmp_path / "results.parquet").write_bytes(b"user data")
     meta["tables"]["events"] = "results.parquet"  # a hand-edited file naming a user's file
     (tmp_path / "tracecore.json").write_text(json.dumps(meta))
-    b.to_parquet(tmp_path)
+    b.to_parquet(tmp_path, overwrite=True)
     assert (tmp_path / "results.parquet").read_bytes() == b"user data"
     assert tracecore.open(tmp_path).events.num_rows == len(b)
 
@@ -690,7 +690,26 @@ def test_an_interruption_after_the_commit_keeps_the_new_export(tmp_path: Path, m
 
     monkeypatch.setattr(parquet, "_commit", commit_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
-        b.to_parquet(tmp_path)
+        b.to_parquet(tmp_path, overwrite=True)
     back = tracecore.open(tmp_path)  # the committed export, with all its files
     assert back.events.num_rows == len(b)
     assert back.kind == b.kind
+
+
+def test_to_parquet_refuses_an_existing_export_unless_overwrite(tmp_path: Path, capsys) -> None:
+    """As TraceSet.to_parquet: an export is never replaced by accident."""
+    import tracecore
+    from tracecore import cli
+
+    a, b = _sample_and_other()
+    out = a.to_parquet(tmp_path / "pq")
+    with pytest.raises(FileExistsError, match="holds a tracecore export already"):
+        b.to_parquet(out)
+    assert tracecore.open(out).events.num_rows == len(a)  # untouched
+    assert cli.main(["export", str(SEED1), "--parquet", str(out)]) == 1
+    assert "holds a tracecore export already" in capsys.readouterr().err
+    assert tracecore.open(out).events.num_rows == len(a)
+    assert cli.main(["export", str(SEED1), "--parquet", str(out), "--overwrite"]) == 0
+    assert tracecore.open(out).events.num_rows == tracecore.open(SEED1).events.num_rows
+    b.to_parquet(out, overwrite=True)
+    assert tracecore.open(out).events.num_rows == len(b)

@@ -362,7 +362,7 @@ def kill_exports(work: Path) -> dict[str, Any]:
         a.to_parquet(out)
 
     def write() -> object:
-        return b.to_parquet(out)
+        return b.to_parquet(out, overwrite=True)
 
     outcomes = []
     for k in killed(reset, write, "_commit", "kill-export"):
@@ -372,7 +372,7 @@ def kill_exports(work: Path) -> dict[str, Any]:
         seen = "A" if clean_a.same(back) else "B" if clean_b.same(back) else None
         check(seen is not None, (k, "a mix"))
         outcomes.append({"k": k, "left": left, "seen": seen})
-        b.to_parquet(out)  # the next write
+        b.to_parquet(out, overwrite=True)  # the next write
         check(clean_b.same(tracecore.open(out)), k)
         named, left = ours(out)
         everything = sorted(p.name for p in out.iterdir())
@@ -583,7 +583,7 @@ def test_export_replaces_an_export_in_place(tmp_path: Path) -> None:
     assert a.to_parquet(out) == out
     first = set(json.loads((out / "tracecore.json").read_text())["tables"].values())
     assert Clean(a).same(tracecore.open(out))
-    assert b.to_parquet(out) == out
+    assert b.to_parquet(out, overwrite=True) == out
     second = set(json.loads((out / "tracecore.json").read_text())["tables"].values())
     assert Clean(b).same(tracecore.open(out))
     assert not first & second
@@ -608,7 +608,7 @@ def test_export_into_the_working_directory_and_through_a_link(
     assert os.getcwd() == str(work) and os.path.samefile(".", work)
     assert Clean(t).same(tracecore.open("."))
     (tmp_path / "link").symlink_to(work)
-    assert t.to_parquet(tmp_path / "link") == tmp_path / "link"
+    assert t.to_parquet(tmp_path / "link", overwrite=True) == tmp_path / "link"
     assert (tmp_path / "link").is_symlink()
     assert Clean(t).same(tracecore.open(work))
 
@@ -640,7 +640,7 @@ def test_export_into_a_directory_whose_parent_is_read_only(tmp_path: Path) -> No
                     os.setgid(user)
                     os.setuid(user)
                 t.to_parquet(out)
-                t.to_parquet(out)
+                t.to_parquet(out, overwrite=True)
                 code = 0 if Clean(t).same(tracecore.open(out)) else 2
             finally:
                 os._exit(code)
@@ -720,7 +720,7 @@ def test_export_replaced_while_it_is_read(
     def replacing(path: Any, size: int, crc: int) -> Any:
         calls.append(path)
         if len(calls) == 2:
-            b.to_parquet(out)  # between the reads of two of the old export's files
+            b.to_parquet(out, overwrite=True)  # between the reads of two of the old export's files
         return read(path, size, crc)
 
     monkeypatch.setattr(parquet, "read_verified", replacing)

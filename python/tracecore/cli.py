@@ -785,7 +785,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     t = _open(args)
     start = time.perf_counter()
     if args.parquet:
-        out = t.to_parquet(args.parquet, compression=args.compression)
+        out = t.to_parquet(args.parquet, compression=args.compression, overwrite=args.overwrite)
         files = parquet_files(out)
         size = sum(f.stat().st_size for f in files)
         print(
@@ -1000,6 +1000,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=str.lower,
         choices=PARQUET_CODECS,
         help="Parquet compression (default zstd)",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace the export a --parquet DIR holds"
     )
     p.add_argument("--no-memory", action="store_true", help="Chrome trace without memory counters")
     p.set_defaults(func=_cmd_export)

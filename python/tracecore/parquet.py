@@ -84,12 +84,17 @@ def check_parquet_compression(compression: object) -> None:
 
 
 def to_parquet(
-    trace: Trace, directory: str | os.PathLike[str], *, compression: Any = "zstd"
+    trace: Trace,
+    directory: str | os.PathLike[str],
+    *,
+    compression: Any = "zstd",
+    overwrite: bool = False,
 ) -> Path:
     """Writes one ``<table>.<random>.parquet`` per table into ``directory`` (made if needed),
     then ``tracecore.json`` naming them, put in place by one rename (the commit), then removes
     the table files of the export it replaced. Other files in ``directory`` are left alone.
-    Returns ``Path(directory)``."""
+    A directory that holds an export (``tracecore.json``) raises ``FileExistsError`` unless
+    ``overwrite`` is true. Returns ``Path(directory)``."""
     import pyarrow.parquet as pq  # here, not at the top: a cache hit should not pay for it
 
     check_parquet_compression(compression)
@@ -102,6 +107,11 @@ def to_parquet(
         out.mkdir(parents=True, exist_ok=True)
         lock = _lock(out)
     try:
+        if not overwrite and (out / META_FILE).exists():
+            raise FileExistsError(
+                f"{out} holds a tracecore export already (pass overwrite=True, or --overwrite, "
+                f"to replace it)"
+            )
         # Holding the lock: our files that the current tracecore.json does not name are
         # leftovers of killed exports (the only other writers of them wait for the lock). A
         # tracecore.json that does not read names nothing we can trust: nothing is removed.

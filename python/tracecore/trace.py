@@ -203,12 +203,19 @@ class Trace(TableAttributes):
         return self.table("persistent_tensors")
 
     # -- exports, names (implemented in their own modules) ------------------------------------
-    def to_parquet(self, directory: str | os.PathLike[str], compression: Any = "zstd") -> Path:
+    def to_parquet(
+        self,
+        directory: str | os.PathLike[str],
+        compression: Any = "zstd",
+        *,
+        overwrite: bool = False,
+    ) -> Path:
         """Writes one Parquet file per table plus ``tracecore.json``; see
-        :mod:`tracecore.parquet`."""
+        :mod:`tracecore.parquet`. A directory that holds an export already is refused
+        (``FileExistsError``) unless ``overwrite=True``, which replaces that export whole."""
         from .parquet import to_parquet
 
-        return to_parquet(self, directory, compression=compression)
+        return to_parquet(self, directory, compression=compression, overwrite=overwrite)
 
     def to_chrome_trace(self, path: str | os.PathLike[str], *, show_memory: bool = True) -> Path:
         """Writes a Chrome trace-event JSON (``.gz`` when the name ends so) for Perfetto."""
