@@ -232,7 +232,7 @@ def test_bench(capsys: pytest.CaptureFixture[str]) -> None:
     # contract's column widths, each dictionary column's own dictionary, and per table one
     # buffer of zeros that its all-null columns share), against the bytes parsed.
     assert os.path.getsize(SEED1) == 330_438
-    assert out.rstrip().endswith("tables    0.13 MB of Arrow buffers, 0.389x the input")
+    assert out.rstrip().endswith("tables    0.13 MB of Arrow buffers, 0.390x the input")
 
 
 # --------------------------------------------------------------------------------------------
