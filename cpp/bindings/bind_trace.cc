@@ -195,7 +195,11 @@ py::tuple ExportCapsules(const TableView& view, const StringPool& pool,
                          std::shared_ptr<const void> owner) {
   auto schema = std::make_unique<ArrowSchema>();
   auto array = std::make_unique<ArrowArray>();
-  ExportTable(view, pool, std::move(owner), schema.get(), array.get());
+  {
+    // Compacting the dictionary columns passes over their rows: no Python object is touched.
+    py::gil_scoped_release release;
+    ExportTable(view, pool, std::move(owner), schema.get(), array.get());
+  }
   py::capsule schema_capsule(py::reinterpret_steal<py::object>(
       PyCapsule_New(schema.get(), "arrow_schema", &ReleaseSchemaCapsule)));
   schema.release();

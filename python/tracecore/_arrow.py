@@ -13,19 +13,64 @@ import pyarrow.compute as pc
 from .intervals import union_length
 
 
+class _Capsules:
+    """An (arrow_schema, arrow_array) capsule pair behind the Arrow PyCapsule interface
+    (``__arrow_c_array__``), for pyarrow's public import (``pa.record_batch``)."""
+
+    def __init__(self, capsules: tuple[object, object]) -> None:
+        self._capsules: tuple[object, object] | None = capsules
+
+    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
+        if requested_schema is not None:
+            raise NotImplementedError("the native core's tables are imported with their own schema")
+        if self._capsules is None:
+            raise RuntimeError("these capsules were imported already")
+        capsules, self._capsules = self._capsules, None
+        return capsules
+
+
+class _SchemaCapsule:
+    """An arrow_schema capsule behind ``__arrow_c_schema__``, for ``pa.schema``."""
+
+    def __init__(self, capsule: object) -> None:
+        self._capsule = capsule
+
+    def __arrow_c_schema__(self) -> object:
+        return self._capsule
+
+
 def table_from_capsules(capsules: tuple[object, object]) -> pa.Table:
-    """A pyarrow Table over a (arrow_schema, arrow_array) capsule pair of a struct array.
+    """A pyarrow Table over a (arrow_schema, arrow_array) capsule pair of a struct array,
+    imported through the Arrow PyCapsule interface.
 
     The buffers are not copied: they stay owned by the native core until pyarrow releases them.
     """
-    schema_capsule, array_capsule = capsules
-    batch = pa.RecordBatch._import_from_c_capsule(schema_capsule, array_capsule)
-    return pa.Table.from_batches([batch])
+    return pa.Table.from_batches([pa.record_batch(_Capsules(capsules))])
 
 
 def schema_from_capsule(capsule: object) -> pa.Schema:
     """A pyarrow Schema from an arrow_schema PyCapsule."""
-    return pa.Schema._import_from_c_capsule(capsule)
+    return pa.schema(_SchemaCapsule(capsule))
+
+
+def _pandas_type(type: pa.DataType) -> Any:
+    """The pandas dtype :func:`to_pandas` gives a column of Arrow type ``type``; None for
+    pyarrow's default (a dictionary column becomes a Categorical)."""
+    import pandas as pd
+
+    if pa.types.is_integer(type) or pa.types.is_boolean(type):
+        return pd.ArrowDtype(type)
+    return None
+
+
+def to_pandas(table: pa.Table) -> Any:
+    """``table`` as a pandas DataFrame without loss: integer and boolean columns become
+    Arrow-backed dtypes (``int64[pyarrow]``...), so a column with nulls keeps its exact values
+    instead of turning into float64 (which rounds past 2^53: nanosecond times lose up to
+    128 ns); dictionary columns become Categoricals whose categories are the column's values;
+    other columns convert as pyarrow's ``Table.to_pandas()`` does. (``table.to_pandas(
+    types_mapper=pd.ArrowDtype)`` keeps every column Arrow-backed, dictionaries included.)"""
+    return table.to_pandas(types_mapper=_pandas_type)
 
 
 def buffer_bytes(tables: Iterable[pa.Table]) -> int:

@@ -433,19 +433,29 @@ class _NameInfo:
 NAME_COLUMNS = ("forward_scope", "phase")
 
 
+def _phase_column(codes: np.ndarray) -> pa.DictionaryArray:
+    """A phase column from one PHASES index per row: its dictionary is the phases that occur,
+    in PHASES order (pandas, Polars and DuckDB see exactly those as the categories)."""
+    counts = np.bincount(codes, minlength=len(PHASES))
+    used = np.flatnonzero(counts)
+    remap = np.zeros(len(PHASES), dtype=np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(
+        array(remap[codes], pa.int32()), array([PHASES[i] for i in used], pa.string())
+    )
+
+
 def add_name_columns(events: pa.Table) -> pa.Table:
     """``events`` plus ``forward_scope`` (dict<string>, null unless a gradient node's forward op
     can be named) and ``phase`` (dict<string>: forward | backward | optimizer | other). The
     existing columns are passed through without copying."""
     if "node_name" not in events.column_names:
         return events
-    phase_dict = array(PHASES, pa.string())
     fs_chunks, phase_chunks = [], []
     for chunk in _chunks(events.column("node_name")):
         info = _NameInfo(chunk)
         fs_chunks.append(info.encode_rows(info.forward_scope))
-        codes = info.gather(info.phase.astype(np.int32), _OTHER)
-        phase_chunks.append(pa.DictionaryArray.from_arrays(array(codes, pa.int32()), phase_dict))
+        phase_chunks.append(_phase_column(info.gather(info.phase.astype(np.int32), _OTHER)))
     fs_col = pa.chunked_array(fs_chunks, _DICT_TYPE)
     phase_col = pa.chunked_array(phase_chunks, _DICT_TYPE)
     out = events.append_column("forward_scope", fs_col).append_column("phase", phase_col)
@@ -457,9 +467,7 @@ def names_table(names: Iterable[str] | pa.Array) -> pa.Table:
     arr = pa.array(list(names) if not isinstance(names, pa.Array) else names, pa.string())
     info = _NameInfo(arr.dictionary_encode())
     scope = pc.replace_substring_regex(info.norm, r"/?[^/]*$", "", max_replacements=1)
-    phase_codes = info.gather(info.phase.astype(np.int32), _OTHER)
-    phase = pa.DictionaryArray.from_arrays(pa.array(phase_codes, pa.int32()),
-                                           pa.array(PHASES, pa.string()))
+    phase = _phase_column(info.gather(info.phase.astype(np.int32), _OTHER))
     table = pa.table({
         "name": arr,
         "scope": pa.chunked_array([info.encode_rows(scope)], _DICT_TYPE),

@@ -122,8 +122,8 @@ def core_from_tables(tables: Mapping[str, pa.Table], meta: Mapping[str, Any]) ->
 def compact_dictionaries(table: pa.Table) -> pa.Table:
     """``table`` with every dictionary column's dictionary cut down to the values it uses.
 
-    The native core exports one shared string pool as the dictionary of every string column;
-    stored as is, each column would carry the whole pool."""
+    The native core's exports already are (see docs/tables.md); a table made otherwise (a slice,
+    a filter, names derived in Python) can carry unused entries, which a store would keep."""
     columns = []
     for column in table.columns:
         if pa.types.is_dictionary(column.type):

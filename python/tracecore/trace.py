@@ -45,6 +45,18 @@ class TableAttributes:
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(_core.TABLE_NAMES))
 
+    def to_pandas(self, name: str = "events") -> Any:
+        """Table ``name`` as a pandas DataFrame without loss (needs pandas): integer and
+        boolean columns are Arrow-backed (``int64[pyarrow]``), so nullable ones such as
+        ``scheduled_ns`` keep their exact values rather than becoming float64; dictionary
+        columns are Categoricals whose categories are exactly the column's values. See
+        :func:`tracecore._arrow.to_pandas`."""
+        from ._arrow import to_pandas
+
+        # t.events is t.table("events") plus the name columns: the attribute is the table.
+        table = getattr(self, name) if name in _core.TABLE_NAMES else self.table(name)
+        return to_pandas(table)
+
 
 _JSON_KINDS = ("object", "array", "string", "number", "true", "false", "null")
 
@@ -61,7 +73,8 @@ def chrome_metadata(entries: list[tuple[str, int, str]]) -> dict[str, Any]:
 class Trace(TableAttributes):
     """A parsed trace. Every table is a :class:`pyarrow.Table` whose buffers are owned by the
     native core and stay valid for as long as any table (or slice of one) is alive, even after
-    the Trace itself is gone.
+    the Trace itself is gone. Each table is exported once, on first access, and kept: its
+    dictionary columns each carry exactly the strings they hold (see docs/tables.md).
 
     Every table the core lists (:attr:`table_names`) is ``t.table(name)`` and ``t.<name>``."""
 

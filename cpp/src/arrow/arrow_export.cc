@@ -1,8 +1,11 @@
 #include "arrow/arrow_export.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tracecore {
@@ -71,7 +74,9 @@ struct ArrayPrivate {
   std::vector<std::unique_ptr<void, FreeDeleter>> zeros;
   // The zeroed buffer all-null columns of one table share (see ExportTable).
   std::shared_ptr<const void> shared_zeros;
-  std::vector<int32_t> offsets;  // built only when a list's strings need their own offsets
+  std::vector<int32_t> offsets;  // a list's strings' or a compacted dictionary's own offsets
+  std::vector<char> bytes;       // a compacted dictionary's strings
+  std::vector<int32_t> indices;  // a dictionary column's indices into its compacted dictionary
   std::vector<ArrowArray*> children;
   ArrowArray* dictionary = nullptr;
 };
@@ -173,19 +178,132 @@ const char* FixedFormat(ColumnKind kind) {
   }
 }
 
-// The schema of a dictionary<int32, utf8> column and its dictionary, the pool.
+// The pool ids the valid rows of a dictionary column use, ascending, and the largest id of any
+// row (null rows included; their ids are 0 as the importers push them, but the export never
+// relies on that). `ids` is nullptr for an all-null column.
+std::vector<uint32_t> UsedIds(const uint32_t* ids, const uint8_t* valid, int64_t rows,
+                              uint32_t pool_size, uint32_t* max_any) {
+  std::vector<uint32_t> used;
+  *max_any = 0;
+  if (ids == nullptr || rows == 0) return used;
+  const auto n = static_cast<size_t>(rows);
+  if (n < pool_size / 16) {
+    // Few rows for the pool (a query result, a small table): sort them rather than mark the pool.
+    used.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      *max_any = std::max(*max_any, ids[i]);
+      if (valid == nullptr || valid[i] != 0) used.push_back(ids[i]);
+    }
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+  } else {
+    // One byte per pool id, plus a slot for ids past the pool (never valid).
+    std::vector<uint8_t> mark(static_cast<size_t>(pool_size) + 1, 0);
+    uint32_t top = 0;
+    if (valid == nullptr) {
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t id = ids[i];
+        top = std::max(top, id);
+        mark[std::min(id, pool_size)] = 1;
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t id = ids[i];
+        top = std::max(top, id);
+        mark[std::min(id, pool_size)] |= static_cast<uint8_t>(valid[i] != 0);
+      }
+    }
+    *max_any = top;
+    if (mark[pool_size] != 0) {
+      throw std::out_of_range("a dictionary column holds an id past the string pool");
+    }
+    for (uint32_t id = 0; id < pool_size; ++id) {
+      if (mark[id] != 0) used.push_back(id);
+    }
+  }
+  if (!used.empty() && used.back() >= pool_size) {
+    throw std::out_of_range("a dictionary column holds an id past the string pool");
+  }
+  return used;
+}
+
+// The schema of a dictionary<int32, utf8> column and its dictionary: the strings its valid rows
+// use, in pool order, so that pandas, Polars and DuckDB see exactly the column's values. When
+// the column uses every pool id, or exactly the first k, the dictionary is (a prefix of) the
+// pool and the ids are exported as they are; otherwise the column gets its own dictionary and
+// indices into it. `ids` is nullptr for an all-null column, whose indices are `zeros` (at least
+// 4 bytes a row) and whose dictionary is empty.
 void ExportDictionary(const ColumnView& c, const StringPool& pool, ArrowSchema* parent_schema,
-                      ArrowArray* out, ArrayPrivate* priv, const void* validity, const void* ids) {
+                      ArrowArray* out, ArrayPrivate* priv, const void* validity,
+                      const uint32_t* ids, const void* zeros = nullptr) {
   ArrowSchema* schema = AddSchemaChild(parent_schema, "i", c.name);
   auto* schema_priv = static_cast<SchemaPrivate*>(schema->private_data);
   schema_priv->dictionary = new ArrowSchema();
   InitSchema(schema_priv->dictionary, "u", "", ARROW_FLAG_NULLABLE);
   schema->dictionary = schema_priv->dictionary;
-  SetBuffers(out, priv, {validity, ids});
+
+  const uint32_t pool_size = pool.size();
+  // Validity as bytes only when a row is null (Validity() dropped an all-set one).
+  const uint8_t* valid = validity != nullptr ? c.valid : nullptr;
+  uint32_t max_any = 0;
+  const std::vector<uint32_t> used = UsedIds(ids, valid, c.length, pool_size, &max_any);
+  const auto k = static_cast<uint32_t>(used.size());
+  const bool keep_ids = ids != nullptr && k > 0 && used.back() == k - 1 && max_any < k;
+
   priv->dictionary = new ArrowArray();
-  ArrayPrivate* dict_priv = InitArray(priv->dictionary, pool.size(), priv->owner);
-  SetBuffers(priv->dictionary, dict_priv,
-             {nullptr, pool.offsets().data(), NonNull(pool.bytes().data())});
+  ArrayPrivate* dict_priv = InitArray(priv->dictionary, k, priv->owner);
+  if (keep_ids) {
+    // Ids 0..k-1: the pool's first k strings, the ids as they are; nothing is copied.
+    SetBuffers(out, priv, {validity, ids});
+    SetBuffers(priv->dictionary, dict_priv,
+               {nullptr, pool.offsets().data(), NonNull(pool.bytes().data())});
+  } else {
+    std::vector<int32_t>& offsets = dict_priv->offsets;
+    std::vector<char>& bytes = dict_priv->bytes;
+    offsets.reserve(static_cast<size_t>(k) + 1);
+    offsets.push_back(0);
+    size_t total = 0;
+    for (uint32_t id : used) total += pool.Get(id).size();
+    bytes.reserve(total);
+    for (uint32_t id : used) {
+      const std::string_view s = pool.Get(id);
+      bytes.insert(bytes.end(), s.begin(), s.end());
+      offsets.push_back(static_cast<int32_t>(bytes.size()));
+    }
+    SetBuffers(priv->dictionary, dict_priv, {nullptr, offsets.data(), NonNull(bytes.data())});
+    const auto n = static_cast<size_t>(c.length);
+    std::vector<int32_t>& indices = priv->indices;
+    if (ids == nullptr && zeros != nullptr) {
+      SetBuffers(out, priv, {validity, zeros});
+      out->dictionary = priv->dictionary;
+      return;
+    }
+    if (ids == nullptr || k == 0) {
+      // Every row null: no index is read; zeros stand in.
+      indices.assign(std::max<size_t>(n, 1), 0);
+    } else if (used.size() < pool_size / 16 && n < pool_size / 16) {
+      indices.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        const bool ok = valid == nullptr || valid[i] != 0;
+        indices[i] = ok ? static_cast<int32_t>(
+                              std::lower_bound(used.begin(), used.end(), ids[i]) - used.begin())
+                        : 0;
+      }
+    } else {
+      // Pool id -> index in the column's dictionary; ids past the pool (null rows only) -> 0.
+      std::vector<int32_t> to(static_cast<size_t>(pool_size) + 1, 0);
+      for (uint32_t j = 0; j < k; ++j) to[used[j]] = static_cast<int32_t>(j);
+      indices.resize(n);
+      if (valid == nullptr) {
+        for (size_t i = 0; i < n; ++i) indices[i] = to[ids[i]];
+      } else {
+        for (size_t i = 0; i < n; ++i) {
+          indices[i] = valid[i] != 0 ? to[std::min(ids[i], pool_size)] : 0;
+        }
+      }
+    }
+    SetBuffers(out, priv, {validity, indices.data()});
+  }
   out->dictionary = priv->dictionary;
 }
 
@@ -205,7 +323,7 @@ void ExportAllNull(const ColumnView& c, const StringPool& pool, ArrowSchema* par
   out->null_count = c.length;
   switch (c.kind) {
     case ColumnKind::kDictString:
-      ExportDictionary(c, pool, parent_schema, out, priv, validity, z);
+      ExportDictionary(c, pool, parent_schema, out, priv, validity, nullptr, z);
       return;
     case ColumnKind::kString:
     case ColumnKind::kBinary:
@@ -265,7 +383,8 @@ void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* pare
     case ColumnKind::kDictString: {
       // Pool ids are uint32 but below 2^31 (the pool's byte limit bounds them): exported as int32.
       const void* validity = Validity(c, out, priv);
-      ExportDictionary(c, pool, parent_schema, out, priv, validity, NonNull(c.values));
+      ExportDictionary(c, pool, parent_schema, out, priv, validity,
+                       c.length > 0 ? static_cast<const uint32_t*>(c.values) : nullptr);
       return;
     }
     case ColumnKind::kString:

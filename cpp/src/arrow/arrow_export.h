@@ -15,7 +15,9 @@
 namespace tracecore {
 
 // Fills `schema` and `array` with a struct array (one child per column): the layout of a
-// record batch. Dictionary-encoded columns use `pool` as their dictionary.
+// record batch. Dictionary-encoded columns hold ids into `pool`; each is exported with its own
+// dictionary, the strings its valid rows use in pool order (the pool itself, or a prefix of it,
+// when the ids need no remapping; otherwise new indices and a new dictionary, built here).
 void ExportTable(const TableView& table, const StringPool& pool,
                  std::shared_ptr<const void> owner, ArrowSchema* schema, ArrowArray* array);
 

@@ -105,8 +105,10 @@ std::string ColumnReference() {
       "The columns of every table a trace holds, whatever format it was read from. This page "
       "is generated from the table declarations (`cpp/src/tables/table_defs.h`) by "
       "`python -m tracecore.columns_doc`; a test checks that it matches them.\n\n"
-      "`dictionary<int32, string>` columns index the trace's one string pool: ids compare "
-      "within one trace.\n\n";
+      "A `dictionary<int32, string>` column's dictionary is exactly the strings the column "
+      "holds, once each, in the order of the trace's string pool: pandas, Polars and DuckDB see "
+      "its values as the categories. Indices are the column's own: compare values, not "
+      "indices, across columns and tables.\n\n";
   TraceTables().ForEachTable([&](const TableDef& def, const auto& table) {
     out += TableReference<std::decay_t<decltype(table)>>(def);
   });
