@@ -160,7 +160,7 @@ def test_event_columns_match_reference(path):
 def test_add_name_columns_is_zero_copy(t0):
     raw = t0.table("events")
     ev = t0.events
-    assert ev.column_names == raw.column_names + ["forward_scope", "phase"]
+    assert ev.column_names == raw.column_names + ["forward_scope", "phase", "device_kind"]
     assert ev.num_rows == raw.num_rows == 2087
     for name in raw.column_names:
         a, b = raw.column(name).chunks, ev.column(name).chunks
@@ -343,7 +343,7 @@ def test_empty_trace(tmp_path):
     path.write_text('dev_stats { device: "/job:localhost/replica:0/task:0/device:CPU:0" }\n')
     t = tracecore.open(str(path))
     assert t.events.num_rows == 0
-    assert t.events.schema.names[-2:] == ["forward_scope", "phase"]
+    assert t.events.schema.names[-3:] == ["forward_scope", "phase", "device_kind"]
     assert t.scopes(2).num_rows == 0 and t.towers().num_rows == 0
     assert t.shape_listing() == ""
 

@@ -517,9 +517,10 @@ def test_schema_is_exactly_the_contract(name, seed000, seed001):
         for how, table in (("table()", t.table(name)), ("attribute", getattr(t, name))):
             want_schema = SCHEMAS[name]
             if name == "events" and how == "attribute":
-                # issue 6: t.events also carries the name-derived columns
+                # t.events also carries the name-derived columns and the device kind
                 want_schema = pa.schema(list(want_schema) + [pa.field("forward_scope", DICT),
-                                                             pa.field("phase", DICT)])
+                                                             pa.field("phase", DICT),
+                                                             pa.field("device_kind", DICT)])
             schema = table.schema
             assert schema.names == want_schema.names, (name, how)
             for got, want in zip(schema, want_schema, strict=True):

@@ -129,3 +129,72 @@ def test_diff_matches_an_xspace_and_its_chrome_conversion_by_name() -> None:
     assert rows["PjitFunction(train_step)"]["only_in"] is None
     shared = [r for r in rows.values() if r["only_in"] is None]
     assert len(shared) > 10
+
+
+@pytest.mark.parametrize(
+    "path", [SEED0, KINETO, DATA / "xspace" / "tf_keras_mlp_fit.xplane.pb"], ids=lambda p: p.name
+)
+def test_device_kind_on_every_event(path: Path, tmp_path: Path) -> None:
+    """t.events.device_kind is the kind of the event's block; its dictionary holds the kinds
+    that occur; events.parquet keeps it, so SQL can take one kind's time per op."""
+    import duckdb
+
+    t = tracecore.open(path)
+    kinds = t.devices["kind"].to_pylist()
+    expected = [kinds[i] for i in t.events["device_index"].to_pylist()]
+    column = t.events["device_kind"]
+    assert column.to_pylist() == expected
+    assert sorted(column.combine_chunks().dictionary.to_pylist()) == sorted(set(expected))
+    back = tracecore.open(t.to_parquet(tmp_path / "pq"))
+    assert back.events["device_kind"].to_pylist() == expected
+    events = t.events  # noqa: F841 - read by DuckDB by name
+    rows = duckdb.sql(
+        "SELECT op, sum(end_ns - start_ns) FROM events WHERE device_kind = 'stream' "
+        "AND op IS NOT NULL GROUP BY op"
+    ).fetchall()
+    stats = {r["key"]: r["stream_ns"] for r in t.op_stats().to_pylist()}
+    if t.kind == "StepStats":
+        assert rows, "the sample has GPU stream records"
+    for op, total in rows:
+        assert stats[op] == total, op
+
+
+@pytest.mark.parametrize("path", [SEED0, KINETO], ids=lambda p: p.name)
+def test_op_stats_by_kind_splits_the_time_by_device_kind(path: Path, capsys) -> None:
+    t = tracecore.open(path)
+    kinds = t.devices["kind"].to_pylist()
+    per: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for e in t.table("events").to_pylist():
+        per[kinds[e["device_index"]]].append((e["start_ns"], max(e["end_ns"], e["start_ns"])))
+    starts = [s for spans in per.values() for s, _ in spans]
+    span = max(e for spans in per.values() for _, e in spans) - min(starts)
+
+    def union(spans: list[tuple[int, int]]) -> int:
+        total, reach = 0, None
+        for s, e in sorted(spans):
+            if reach is None or s > reach:
+                total += e - s
+                reach = e
+            elif e > reach:
+                total += e - reach
+                reach = e
+        return total
+
+    rows = {r["key"]: r for r in t.op_stats(by="kind").to_pylist()}
+    assert set(rows) == set(per)
+    for kind, spans in per.items():
+        r = rows[kind]
+        assert r["n_events"] == len(spans)
+        assert r["total_ns"] == r["time_ns"] == sum(e - s for s, e in spans)
+        assert r["busy_ns"] == union(spans)
+        assert r["share"] == pytest.approx(union(spans) / span)
+        assert r["stream_ns"] == (r["total_ns"] if kind == "stream" else 0)
+        assert r["executor_ns"] == (r["total_ns"] if kind == "executor" else 0)
+    assert cli.main(["top", str(path), "--by", "kind"]) == 0
+    out = capsys.readouterr().out
+    for kind in per:
+        line = next(x for x in out.splitlines() if x.split() and x.split()[0] == kind)
+        assert int(line.split()[1]) == len(per[kind])
+    d = tracecore.diff(t, t, by="kind")
+    assert sorted(d.ops["key"].to_pylist()) == sorted(per)
+    assert set(d.ops["delta_ns"].to_pylist()) == {0}

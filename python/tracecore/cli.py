@@ -1,7 +1,7 @@
 """The tracecore command line (``tracecore`` or ``python -m tracecore``).
 
     tracecore info FILE|LOGDIR|--sample       what is in a trace (or a log directory)
-    tracecore top FILE [--by op|node|device] [-n 20]
+    tracecore top FILE [--by op|node|device|kind] [-n 20]
     tracecore memory FILE [--allocator A] [--plot out.png]
     tracecore occupancy FILE [--bin-us N] [--plot out.png]
     tracecore export FILE --parquet DIR | --chrome OUT.json[.gz]
@@ -317,7 +317,10 @@ def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
     parts, span, stepstats = [], 0, False
     for row in ts.traces.filter(pc.equal(ts.traces["status"], "ok")).to_pylist():
         t = ts.trace(row["trace_id"])
-        if t.kind == "XSpace":
+        if by == "kind":
+            part = t.op_stats(by="kind")
+            span += _span(t.table("events"))
+        elif t.kind == "XSpace":
             _, lines = xspace_top_lines(t)
             part = xspace_op_stats(t, by, lines)
             span += _span(events_on_lines(t, lines))
@@ -416,7 +419,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 # Group keys of `top --by`: "node" is short for Trace.op_stats's "node_name", which is taken too.
-_BY = {"op": "op", "node": "node_name", "node_name": "node_name", "device": "device"}
+_BY = {"op": "op", "node": "node_name", "node_name": "node_name", "device": "device",
+       "kind": "kind"}
 
 
 def xspace_top_lines(trace: Trace) -> tuple[str, list[int]]:
@@ -541,6 +545,11 @@ def _cmd_top(args: argparse.Namespace) -> int:
     if isinstance(opened, TraceSet):
         return _top_set(opened, args)
     t = opened
+    if args.by == "kind":
+        print("time per device kind: every record of each kind (a GPU op's launch on the "
+              "executor and its kernel on a stream are in different rows)")
+        _print_top(args, t.op_stats(by="kind"), executor_stream=False)
+        return 0
     if t.kind == "XSpace":
         return _top_xspace(t, args)
     _print_top(args, t.op_stats(by=_BY[args.by]), executor_stream=True)

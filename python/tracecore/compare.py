@@ -28,7 +28,7 @@ from .checks import PathArg
 if TYPE_CHECKING:
     from .trace import Trace
 
-_BY = ("op", "node_name", "device")
+_BY = ("op", "node_name", "device", "kind")
 
 DIFF_SCHEMA = pa.schema([
     ("key", pa.string()),
@@ -56,9 +56,9 @@ def op_times(trace: Any, by: str = "op") -> dict[str, tuple[int, int]]:
     """``{key: (time_ns, count)}`` of a trace, each op's time counted once (module doc)."""
     if by not in _BY:
         raise ValueError(f"by must be one of {_BY}, not {by!r}")
-    if by == "device":
+    if by in ("device", "kind"):
         return {r["key"]: (r["total_ns"], r["n_events"]) for r in
-                trace.op_stats(by="device").to_pylist() if r["n_events"] > 0}
+                trace.op_stats(by=by).to_pylist() if r["n_events"] > 0}
     from .optime import counted_once
 
     once = counted_once(trace, by, name_for_null_op=True)

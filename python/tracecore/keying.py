@@ -19,7 +19,7 @@ from . import _core
 from ._arrow import schema_from_capsule
 from ._core import TraceFormatError
 from .checks import PathArg, check_path
-from .names import add_name_columns
+from .names import add_event_columns
 from .profiles import is_run_dir, profile_host, profile_keys
 from .trace import Trace
 
@@ -232,13 +232,14 @@ _INT64 = pa.int64()
 
 
 def table_schema(name: str) -> pa.Schema:
-    """The schema of table ``name`` as a Trace gives it (``events`` with the name columns),
+    """The schema of table ``name`` as a Trace gives it (``events`` with its derived columns),
     from the native core's table definitions: no trace is needed."""
     if name not in _core.TABLE_NAMES:
         raise KeyError(f"no table {name!r}; tables: {list(_core.TABLE_NAMES)}")
     schema = schema_from_capsule(_core.schema(name))
     if name == "events":
-        schema = add_name_columns(schema.empty_table()).schema
+        devices = schema_from_capsule(_core.schema("devices")).empty_table()
+        schema = add_event_columns(schema.empty_table(), devices).schema
     return schema
 
 

@@ -429,10 +429,6 @@ class _NameInfo:
         return pa.DictionaryArray.from_arrays(indices, enc.dictionary.cast(pa.string()))
 
 
-#: The columns :func:`add_name_columns` adds to ``events``.
-NAME_COLUMNS = ("forward_scope", "phase")
-
-
 def _phase_column(codes: np.ndarray) -> pa.DictionaryArray:
     """A phase column from one PHASES index per row: its dictionary is the phases that occur,
     in PHASES order (pandas, Polars and DuckDB see exactly those as the categories)."""
@@ -460,6 +456,21 @@ def add_name_columns(events: pa.Table) -> pa.Table:
     phase_col = pa.chunked_array(phase_chunks, _DICT_TYPE)
     out = events.append_column("forward_scope", fs_col).append_column("phase", phase_col)
     return out.replace_schema_metadata(events.schema.metadata)
+
+
+#: The columns :func:`add_event_columns` adds to ``events`` (what ``Trace.events`` has beyond
+#: the ``events`` table).
+EVENTS_DERIVED_COLUMNS = ("forward_scope", "phase", "device_kind")
+
+
+def add_event_columns(events: pa.Table, devices: pa.Table) -> pa.Table:
+    """``events`` plus the name columns (:func:`add_name_columns`) and ``device_kind``, the
+    kind of each event's device block in ``devices`` (see
+    :func:`tracecore.optime.device_kind_column`)."""
+    from .optime import device_kind_column
+
+    kinds = device_kind_column(events, devices)
+    return add_name_columns(events).append_column("device_kind", kinds)
 
 
 def names_table(names: Iterable[str] | pa.Array) -> pa.Table:

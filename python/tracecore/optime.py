@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import array, to_numpy
-from .intervals import grouped_sum
+from .intervals import group_stats, grouped_sum
 
 _STREAM, _MEMCPY, _EXECUTOR, _OTHER, _REPEATS = 0, 1, 2, 3, 4
 _CLASS = {"stream": _STREAM, "memcpy": _MEMCPY, "executor": _EXECUTOR, "stream_all": _REPEATS,
@@ -37,6 +37,22 @@ _CLASS = {"stream": _STREAM, "memcpy": _MEMCPY, "executor": _EXECUTOR, "stream_a
 _SUFFIXED = ("stream", "stream_all", "memcpy")  # records named "node:Op"
 
 SCHEMA = pa.schema([("key", pa.string()), ("time_ns", pa.int64()), ("n_events", pa.int64())])
+
+
+def device_kind_column(events: pa.Table, devices: pa.Table) -> pa.DictionaryArray:
+    """Each event's device kind (its block's ``devices.kind``: ``stream``, ``executor``,
+    ``host_thread``, ...) as a dictionary column whose dictionary is the kinds that occur."""
+    kinds = [str(k) for k in devices.column("kind").to_pylist()]
+    names = sorted(set(kinds))
+    code_of_device = np.array([names.index(k) for k in kinds], dtype=np.int32)
+    device_index = to_numpy(events.column("device_index")).astype(np.intp, copy=False)
+    codes = code_of_device[device_index] if len(device_index) else np.zeros(0, np.int32)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    remap = np.zeros(len(names), dtype=np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(
+        array(remap[codes], pa.int32()), array([names[i] for i in used], pa.string())
+    )
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
@@ -113,3 +129,35 @@ def counted_once(trace: Any, by: str = "op", *, name_for_null_op: bool = False) 
          array(np.array([v[1] for v in merged.values()], dtype=np.int64))],
         schema=SCHEMA,
     )
+
+
+def kind_stats(events: pa.Table, devices: pa.Table) -> pa.Table:
+    """``op_stats`` per device kind (``Trace.op_stats(by="kind")``): every record of each
+    kind, so a GPU op's executor record (its launch) and its stream record (the kernel) are in
+    different rows. ``busy_ns`` is the union of the kind's intervals over all its blocks (the
+    time any stream was busy); ``share`` is that over the trace's span; ``executor_ns`` and
+    ``stream_ns`` are the executor and stream rows' totals; ``time_ns`` is ``total_ns``."""
+    column = device_kind_column(events, devices)
+    names = column.dictionary.to_pylist()
+    codes = to_numpy(column.indices) if len(column) else np.zeros(0, np.int32)
+    start = to_numpy(events.column("start_ns"))
+    end = to_numpy(events.column("end_ns"))
+    stats = group_stats(start, end, codes.astype(np.int64), len(names))
+    span = int(np.maximum(end, start).max()) - int(start.min()) if len(start) else 0
+    n = np.asarray(stats.n_events, dtype=np.int64)
+    total = np.asarray(stats.total_ns, dtype=np.int64)
+    busy = np.asarray(stats.busy_ns, dtype=np.int64)
+    by_kind = list(zip(names, total.tolist(), strict=True))
+    table = pa.table({
+        "key": pa.array(names, pa.string()),
+        "n_events": array(n, pa.int64()),
+        "total_ns": array(total, pa.int64()),
+        "mean_ns": pa.array(np.divide(total, np.maximum(n, 1), dtype=np.float64)),
+        "max_ns": array(np.asarray(stats.max_ns, dtype=np.int64), pa.int64()),
+        "busy_ns": array(busy, pa.int64()),
+        "share": pa.array(busy / span if span > 0 else busy * 0.0, pa.float64()),
+        "executor_ns": pa.array([t if k == "executor" else 0 for k, t in by_kind], pa.int64()),
+        "stream_ns": pa.array([t if k == "stream" else 0 for k, t in by_kind], pa.int64()),
+        "time_ns": array(total, pa.int64()),
+    })
+    return table.sort_by([("total_ns", "descending"), ("key", "ascending")])

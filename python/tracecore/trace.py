@@ -119,9 +119,9 @@ class Trace(TableAttributes):
         """A Trace over tables read back from a store (a cache entry, a Parquet directory),
         described by ``meta`` as :func:`tracecore.stored.trace_meta` wrote it; its queries run
         on a core built from those tables (see :mod:`.stored`). An ``events`` table stored with
-        its name columns (``forward_scope``, ``phase``) serves :attr:`events` as it is."""
+        the columns :attr:`events` derives (``names.EVENTS_DERIVED_COLUMNS``) serves it as is."""
         from . import stored
-        from .names import NAME_COLUMNS
+        from .names import EVENTS_DERIVED_COLUMNS
 
         info = stored.stored_info(
             meta, source=source, loaded_from=loaded_from, load_seconds=load_seconds
@@ -129,9 +129,11 @@ class Trace(TableAttributes):
         raw = dict(tables)
         events = raw.get("events")
         with_names = None
-        if events is not None and all(c in events.column_names for c in NAME_COLUMNS):
-            with_names = events
-            raw["events"] = events.drop_columns(list(NAME_COLUMNS))
+        if events is not None:
+            derived = [c for c in EVENTS_DERIVED_COLUMNS if c in events.column_names]
+            if len(derived) == len(EVENTS_DERIVED_COLUMNS):
+                with_names = events
+            raw["events"] = events.drop_columns(derived)
         recorded = dict(meta)
         trace = cls(info, tables=raw, rebuild_core=lambda: stored.core_from_tables(raw, recorded))
         trace._events_with_names = with_names
@@ -172,12 +174,14 @@ class Trace(TableAttributes):
 
     @property
     def events(self) -> pa.Table:
-        """One row per NodeExecStats, in file order, times in absolute nanoseconds, plus the
-        name-derived ``forward_scope`` and ``phase`` columns."""
+        """The ``events`` table (one row per timed event, times in absolute nanoseconds) plus
+        the name-derived ``forward_scope`` and ``phase`` columns and ``device_kind``, the kind
+        of the event's device block (``stream`` for GPU kernels, ``executor``, ...)."""
         if self._events_with_names is None:
-            from .names import add_name_columns
+            from .names import add_event_columns
 
-            self._events_with_names = add_name_columns(self.table("events"))
+            raw = self.table("events")
+            self._events_with_names = add_event_columns(raw, self.table("devices"))
         return self._events_with_names
 
     @property
@@ -372,12 +376,17 @@ class Trace(TableAttributes):
         return replay(self, self._ensure_core, source, allocator, baseline)
 
     def op_stats(self, by: str = "op") -> pa.Table:
-        """Time per op type (``by="op"``), node (``"node_name"``) or device block (``"device"``):
+        """Time per op type (``by="op"``), node (``"node_name"``), device block (``"device"``)
+        or device kind (``"kind"``, :func:`tracecore.optime.kind_stats`):
         ``n_events, total_ns, mean_ns, max_ns, busy_ns, share, executor_ns, stream_ns,
         time_ns``. ``total_ns`` adds every record (a GPU op's executor, stream and
         ``stream:all`` records alike); ``time_ns`` counts each node's time once: its stream
         records if it has any, else its executor records, else its other records
         (:mod:`tracecore.optime`); for ``by="device"`` it is ``total_ns``."""
+        if by == "kind":
+            from .optime import kind_stats
+
+            return kind_stats(self.table("events"), self.table("devices"))
         stats = table_from_capsules(_core.op_stats(self._ensure_core(), by))
         if by == "device":
             return stats.append_column("time_ns", stats["total_ns"])
