@@ -68,7 +68,7 @@ def test_info_seed0(capsys: pytest.CaptureFixture[str]) -> None:
         "1",
         "729",
         "7.485",
-        "63.8",
+        "57.5",
         "1",
     ]
     assert columns(line_with(out, "/job:localhost/replica:0/task:0/device:GPU:0")) == [
@@ -77,7 +77,7 @@ def test_info_seed0(capsys: pytest.CaptureFixture[str]) -> None:
         "1",
         "556",
         "10.711",
-        "82.4",
+        "82.3",
         "8",
     ]
     # records peak, at ms, live; tensors peak, at ms, live (contract figures for seed 000).
@@ -194,6 +194,7 @@ def test_occupancy_timeline(capsys: pytest.CaptureFixture[str]) -> None:
         "7.495",
         "11.740",
         "63.8",
+        "57.6",
         "1",
     ]
     assert "utilization timeline, 1000 us bins (14 bins;" in out
@@ -561,3 +562,23 @@ def test_integer_arguments_are_range_checked(capsys: pytest.CaptureFixture[str])
         run(capsys, "info", "--sample", "--threads", str(2**63))
     assert exit_info.value.code == 2
     assert f"expected an integer from 0 to 2**63 - 1, not '{2**63}'" in capsys.readouterr().err
+
+
+def test_one_share_in_info_top_and_occupancy(capsys: pytest.CaptureFixture[str]) -> None:
+    """Busy time over the trace's span, under one header ("% of trace"), is the same figure in
+    info, top --by device and occupancy, and it is op_stats' share."""
+    t = tracecore.open(SEED0)
+    share = {r["key"]: r["share"] for r in t.op_stats(by="device").to_pylist()}
+    outputs = {}
+    for command in (["info"], ["top", "--by", "device", "-n", "99"], ["occupancy"]):
+        code, out, _ = run(capsys, command[0], SEED0, *command[1:])
+        assert code == 0
+        outputs[command[0]] = out
+    for device, value in share.items():
+        figures = []
+        for name, out in outputs.items():
+            header = line_with(out, "busy ms", "% of trace")
+            at = header.index("% of trace") + len("% of trace")
+            row = line_with(out, device + " ")
+            figures.append((name, row[:at].split()[-1]))
+        assert {f for _, f in figures} == {f"{value * 100:.1f}"}, (device, figures)

@@ -452,9 +452,12 @@ def test_top_of_an_xspace_with_a_device_plane_ranks_device_streams(
     assert out == (
         "ranking device-stream time (stream lines of /device: planes): 2 lines on /device:GPU:0\n"
         "top 2 of 2 by node (sorted by total time)\n"
-        "  node                             events  total ms  mean us  max us  busy ms  share %\n"
-        "  volta_sgemm_128x64_nn                 2     0.006      3.0     4.0    0.004     36.4\n"
-        "  void Eigen::TensorKernel<float>       2     0.004      2.0     3.0    0.004     36.4\n"
+        "  node                             events  total ms  mean us  max us  busy ms"
+        "  % of trace\n"
+        "  volta_sgemm_128x64_nn                 2     0.006      3.0     4.0    0.004"
+        "         6.6\n"
+        "  void Eigen::TensorKernel<float>       2     0.004      2.0     3.0    0.004"
+        "         6.6\n"
     )
     # by device: one row per stream line (plane and line name)
     assert cli.main(["top", "--by", "device", str(path)]) == 0
@@ -486,5 +489,6 @@ def test_top_of_stepstats_is_unchanged(capsys: pytest.CaptureFixture[str]) -> No
         "top 2 of 43 by op (sorted by time counted once: stream, else executor records)")
     assert "ranking" not in out
     assert out.splitlines()[1].split() == ["op", "events", "time", "ms", "mean", "us", "max",
-                                           "us", "busy", "ms", "share", "%", "executor", "ms",
+                                           "us", "busy", "ms", "%", "of", "trace", "executor",
+                                           "ms",
                                            "stream", "ms", "all", "records", "ms"]

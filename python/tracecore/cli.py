@@ -144,8 +144,9 @@ def _t0(trace: Trace) -> int:
 
 def device_summary(trace: Trace) -> list[dict[str, Any]]:
     """Per device (its blocks merged; a device repeats once per step in multi-step dumps):
-    kind, blocks, events, busy_ns (summed over blocks), span_ns (first start to last end),
-    utilization (busy / span) and the largest max_concurrency of its blocks."""
+    kind, blocks, events, busy_ns (summed over blocks), span_ns (its first start to its last
+    end), utilization (busy / its own span), share (busy / the trace's span, as ``op_stats``'
+    ``share`` and ``top``'s "% of trace") and the largest max_concurrency of its blocks."""
     occupancy = trace.occupancy()
     events = trace.table("events")
     rows: dict[str, dict[str, Any]] = {}
@@ -177,11 +178,13 @@ def device_summary(trace: Trace) -> list[dict[str, Any]]:
         device_of_block[to_numpy(events.column("device_index"))],
         len(rows),
     )
+    trace_span = _span(events)
     for g, row in enumerate(rows.values()):
         has_events = int(stats.n_events[g]) > 0
         span = int(stats.last_end_ns[g]) - int(stats.first_start_ns[g]) if has_events else 0
         row["span_ns"] = span
         row["utilization"] = row["busy_ns"] / span if span > 0 else 0.0
+        row["share"] = row["busy_ns"] / trace_span if trace_span > 0 else 0.0
     return list(rows.values())
 
 
@@ -323,7 +326,7 @@ def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
         elif t.kind == "XSpace":
             _, lines = xspace_top_lines(t)
             part = xspace_op_stats(t, by, lines)
-            span += _span(events_on_lines(t, lines))
+            span += _span(t.table("events"))
             part = part.append_column("executor_ns", pa.array([0] * part.num_rows, pa.int64()))
             part = part.append_column("stream_ns", pa.array([0] * part.num_rows, pa.int64()))
             part = part.append_column("time_ns", part["total_ns"])
@@ -379,7 +382,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     devices = device_summary(t)
     print(f"devices ({_count(t.devices.num_rows, 'block')})")
     _print_table(
-        ["device", "kind", "blocks", "events", "busy ms", "util %", "max conc"],
+        ["device", "kind", "blocks", "events", "busy ms", "% of trace", "max conc"],
         [
             [
                 _short(d["device"], 56),
@@ -387,7 +390,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 d["blocks"],
                 d["events"],
                 _ms(d["busy_ns"]),
-                f"{d['utilization'] * 100:.1f}",
+                f"{d['share'] * 100:.1f}",
                 d["max_concurrency"],
             ]
             for d in devices
@@ -414,6 +417,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if allocators:
         print()
         print("allocators (peak memory: allocation-record replay / timeline.py tensor model)")
+        print("  records: what the allocator held, from its own records; tensors: timeline.py's")
+        print("  figure (tensor lifetimes), what TensorBoard showed for the step")
         _print_peaks(t, records, tensors, allocators)
     return 0
 
@@ -460,7 +465,7 @@ def xspace_op_stats(trace: Trace, by: str, rows: list[int]) -> pa.Table:
     """``op_stats`` of the events on the devices ``rows`` only (XSpace lines): key (``op``
     with ``(none)`` for a null op, ``node_name``, or ``device`` = plane and line name),
     n_events, total_ns, mean_ns, max_ns, busy_ns (union of the key's intervals) and share
-    (busy / the span of those events). Sorted by total_ns descending, then key."""
+    (busy / the trace's span, as everywhere). Sorted by total_ns descending, then key."""
     picked = events_on_lines(trace, rows)
     if by == "device":
         devices = trace.devices.select(["device", "line"]).to_pylist()
@@ -476,7 +481,7 @@ def xspace_op_stats(trace: Trace, by: str, rows: list[int]) -> pa.Table:
     end = to_numpy(picked["end_ns"])
     group = np.array([position[k] for k in keys], dtype=np.int64)
     stats = group_stats(start, end, group, len(distinct))
-    span = _span(picked)
+    span = _span(trace.table("events"))
     busy = stats.busy_ns.astype(np.float64)
     n = stats.n_events.astype(np.float64)
     table = pa.table(
@@ -520,7 +525,7 @@ def _print_top(args: argparse.Namespace, stats: pa.Table, *, executor_stream: bo
              else "total time")
     print(f"top {len(rows)} of {stats.num_rows} by {args.by} (sorted by {order})")
     headers = [args.by, "events", "time ms" if once else "total ms", "mean us", "max us",
-               "busy ms", "share %"]
+               "busy ms", "% of trace"]
     if executor_stream:
         headers += ["executor ms", "stream ms", "all records ms"]
     cells = []
@@ -746,10 +751,12 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     devices = device_summary(t)
     print(
         f"busy time per device ({_count(t.devices.num_rows, 'block')}; busy summed over each "
-        f"device's blocks, utilization = busy / span)"
+        f"device's blocks; % of span: busy / the device's span, first start to last end; "
+        f"% of trace: busy / the trace's span, as in info and top)"
     )
     _print_table(
-        ["device", "kind", "blocks", "events", "busy ms", "span ms", "util %", "max conc"],
+        ["device", "kind", "blocks", "events", "busy ms", "span ms", "% of span", "% of trace",
+         "max conc"],
         [
             [
                 _short(d["device"], 56),
@@ -759,6 +766,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
                 _ms(d["busy_ns"]),
                 _ms(d["span_ns"]),
                 f"{d['utilization'] * 100:.1f}",
+                f"{d['share'] * 100:.1f}",
                 d["max_concurrency"],
             ]
             for d in devices
