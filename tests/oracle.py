@@ -220,7 +220,12 @@ def expected_tables(msg) -> dict[str, list[dict[str, Any]]]:
     step_stats = msg if kind == "StepStats" else msg.step_stats
 
     event_id = 0
+    # step_id: a block whose device already has a block in the current step starts the next.
+    step, in_step = 0, set()
     for device_index, ds in enumerate(step_stats.dev_stats):
+        if ds.device in in_step:
+            step, in_step = step + 1, set()
+        in_step.add(ds.device)
         out["devices"].append({
             "device_index": device_index, "device": ds.device, "line": None, "line_id": None,
             "kind": device_kind(ds.device), "n_events": len(ds.node_stats),
@@ -239,7 +244,7 @@ def expected_tables(msg) -> dict[str, list[dict[str, Any]]]:
             row["temp_memory_size"] = n.memory_stats.temp_memory_size
             row["persistent_memory_size"] = n.memory_stats.persistent_memory_size
             row["cat"] = None  # Chrome trace only
-            row["step_id"] = None  # XSpace only
+            row["step_id"] = step
             out["events"].append(row)
 
             for output_index, o in enumerate(n.output):

@@ -244,10 +244,12 @@ def test_buffer_bytes_of_a_trace():
     # all-null step_id of the 292 events. 128,625 since the XSpace tables and alloc_records'
     # memory columns: the all-null columns of a table share one buffer of zeros, (rows + 1) x
     # 8 bytes: 2,632 for the 328 allocation records, 2,344 for the events in place of step_id's
-    # own 2,373; the empty event_stats and plane_stats hold a 4-byte offset each.)
+    # own 2,373; the empty event_stats and plane_stats hold a 4-byte offset each. 129,793 since
+    # StepStats events carry their step_id: its own 292 x 8 bytes, all valid (no bitmap), and
+    # the shared zeros now only as wide as the all-null int32 cat indices.)
     from pathlib import Path
 
     import tracecore
 
     t = tracecore.open(Path(__file__).parent / "data" / "seed001_runmetadata.pbtxt")
-    assert buffer_bytes(t.table(name) for name in t.table_names) == 128_899
+    assert buffer_bytes(t.table(name) for name in t.table_names) == 129_793

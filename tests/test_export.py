@@ -521,7 +521,7 @@ def test_chrome_trace_rich(rich_path: Path, tmp_path: Path) -> None:
     t = tracecore.open(rich_path)
     doc = load_chrome(t.to_chrome_trace(tmp_path / "trace.json"))
     events = doc["traceEvents"]
-    xs = [e for e in events if e["ph"] == "X"]
+    xs = [e for e in events if e["ph"] == "X" and e["cat"] == "Op"]  # not the step slices
     assert len(xs) == 7
     # Lanes: a/MatMul 100-200 -> 0; b/Relu 150-250 -> 1; c/Add starts at 200 when lane 0 ends at
     # 200: timeline.py needs start > end, so a third lane; d 260-270 -> lane 0; e 500 -> lane 0.
@@ -558,6 +558,7 @@ def test_chrome_trace_rich(rich_path: Path, tmp_path: Path) -> None:
         0: "/job:w/replica:0/task:0/device:GPU:0",
         1: "/device:GPU:0/memcpy",
         2: "Allocators",
+        3: "Steps",
     }
 
     counters = [e for e in events if e["ph"] == "C"]
@@ -575,7 +576,7 @@ def test_chrome_trace_seed_one_x_per_record_and_a_counter_series_per_allocator(
     t = tracecore.open(SEED0)
     doc = load_chrome(t.to_chrome_trace(tmp_path / "seed0.json"), parse_float=Decimal)
     events = doc["traceEvents"]
-    xs = [e for e in events if e["ph"] == "X"]
+    xs = [e for e in events if e["ph"] == "X" and e["cat"] == "Op"]  # not the step slices
     assert len(xs) == len(t) == 2087
     ev = t.events
     assert [e["pid"] for e in xs] == ev["device_index"].to_pylist()
@@ -605,7 +606,7 @@ def test_chrome_trace_gzip_and_without_memory(tmp_path: Path) -> None:
     assert path.read_bytes()[:2] == b"\x1f\x8b"
     doc = load_chrome(path)
     phases = [e["ph"] for e in doc["traceEvents"]]
-    assert phases.count("X") == 292 and phases.count("C") == 0
+    assert phases.count("X") == 292 + 1 and phases.count("C") == 0  # the records, one step
     assert not (tmp_path / ".seed1.json.gz.tmp").exists()
 
 
@@ -626,7 +627,9 @@ def test_chrome_trace_is_written_in_chunks(tmp_path: Path) -> None:
     sink = Recorder()
     chrome._write_json_events(sink, events, chunk=1000)  # type: ignore[arg-type]
     doc = json.loads(bytes(sink.data))
-    assert len(doc["traceEvents"]) == 2087 + 1354 + 2 * 7 + 2
+    # events, counters, 7 devices' and the Allocators' metadata, the Steps process (metadata
+    # of the process and its thread, one slice)
+    assert len(doc["traceEvents"]) == 2087 + 1354 + 2 * 7 + 2 + 2 + 2 + 1
     assert len(sink.writes) >= 4
 
 

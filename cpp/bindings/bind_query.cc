@@ -132,24 +132,36 @@ void RegisterQueries(py::module_& m) {
   m.def(
       "replay",
       [](const PyTrace& trace, const std::string& source, std::optional<std::string> allocator,
-         bool snapshot_baseline, bool with_live) {
+         bool snapshot_baseline, bool with_live, std::optional<Mask> event_mask,
+         std::optional<Mask> record_mask) {
         if (source != "records" && source != "tensors") {
           throw py::value_error("source must be 'records' or 'tensors', not '" + source + "'");
         }
         const uint32_t only = AllocatorId(trace, allocator);
+        const uint8_t* events = MaskData(event_mask, trace.tables->events.size(), "event");
+        const uint8_t* records = nullptr;
+        if (record_mask) {
+          if (record_mask->ndim() != 1 ||
+              static_cast<size_t>(record_mask->shape(0)) != trace.tables->alloc_records.size()) {
+            throw py::value_error("record mask must have one entry per allocation record");
+          }
+          records = record_mask->data();
+        }
         query::Replay result;
         {
           py::gil_scoped_release release;
           result = source == "records"
-                       ? query::ReplayRecords(*trace.tables, only, snapshot_baseline, with_live)
-                       : query::ReplayTensors(*trace.tables, only);
+                       ? query::ReplayRecords(*trace.tables, only, snapshot_baseline, with_live,
+                                              records, events)
+                       : query::ReplayTensors(*trace.tables, only, events);
         }
         return py::make_tuple(Export(trace, std::move(result.timeline)),
                               Export(trace, std::move(result.peaks)),
                               Export(trace, std::move(result.live)));
       },
       py::arg("trace"), py::arg("source"), py::arg("allocator"), py::arg("snapshot_baseline"),
-      py::arg("with_live") = true);
+      py::arg("with_live") = true, py::arg("event_mask") = py::none(),
+      py::arg("record_mask") = py::none());
 
   m.def(
       "op_stats",

@@ -54,18 +54,71 @@ def _process_metadata(pid: int, name: str) -> Iterator[str]:
     yield f'{head}"name":"process_sort_index","args":{{"sort_index":{pid}}}}}'
 
 
+def _thread_metadata(pid: int, tid: int, name: str) -> Iterator[str]:
+    """The metadata events naming thread ``tid`` of process ``pid`` and keeping tid order."""
+    head = f'{{"ph":"M","pid":{pid},"tid":{tid},'
+    yield f'{head}"name":"thread_name","args":{{"name":{encode_basestring_ascii(name)}}}}}'
+    yield f'{head}"name":"thread_sort_index","args":{{"sort_index":{tid}}}}}'
+
+
+class _Processes:
+    """One process per device name (pids 0, 1, ... in order of first appearance), whatever
+    number of device blocks (steps, lines) it has. Within a process, a track is the blocks of
+    one line (an XSpace line, a Chrome track; StepStats blocks have none: all of a device's
+    blocks are one track); each track has timeline.py's lanes; each (track, lane) gets the
+    process's next tid at its first event (a process of one track: tid = lane)."""
+
+    def __init__(self, trace: Trace) -> None:
+        devices = trace.devices
+        pids: dict[str, int] = {}
+        self.names: list[str] = []
+        self.track_of: dict[int, tuple[int, str | None]] = {}
+        lines = devices["line"].to_pylist()
+        for index, device, line in zip(
+            devices["device_index"].to_pylist(), devices["device"].to_pylist(), lines, strict=True
+        ):
+            name = device or ""
+            pid = pids.get(name)
+            if pid is None:
+                pid = pids[name] = len(self.names)
+                self.names.append(name)
+            self.track_of[index] = (pid, line)
+        self.lanes: dict[tuple[int, str | None], _Lanes] = {}
+        self.tids: dict[tuple[int, str | None, int], int] = {}
+        self.next_tid: dict[int, int] = {}
+
+    def place(self, device_index: int, start: int, end: int) -> tuple[int, int, str | None]:
+        """(pid, tid, the thread's name when this is its first event and its track has a line,
+        else None) of an event of block ``device_index``."""
+        track = self.track_of[device_index]
+        lanes = self.lanes.get(track)
+        if lanes is None:
+            lanes = self.lanes[track] = _Lanes()
+        lane = lanes.assign(start, end)
+        pid, line = track
+        key = (pid, line, lane)
+        tid = self.tids.get(key)
+        announce = None
+        if tid is None:
+            tid = self.tids[key] = self.next_tid.get(pid, 0)
+            self.next_tid[pid] = tid + 1
+            if line is not None:
+                announce = line if lane == 0 else f"{line} ({lane})"
+        return pid, tid, announce
+
+
 def chrome_trace_events(
-    trace: Trace, *, show_memory: bool = True, batch_rows: int = 65536
+    trace: Trace, *, show_memory: bool = True, show_steps: bool = True, batch_rows: int = 65536
 ) -> Iterator[str]:
     """The trace-event JSON objects of :func:`to_chrome_trace`, one string per event, produced
     batch by batch from the tables (never all at once)."""
     enc = encode_basestring_ascii
-    devices = trace.devices
-    memory_pid = (max(devices["device_index"].to_pylist()) + 1) if devices.num_rows else 0
-    for row in devices.to_pylist():
-        yield from _process_metadata(row["device_index"], row["device"] or "")
+    processes = _Processes(trace)
+    for pid, process_name in enumerate(processes.names):
+        yield from _process_metadata(pid, process_name)
+    memory_pid = len(processes.names)
+    steps_pid = memory_pid + 1
 
-    lanes: dict[int, _Lanes] = {}
     names: dict[str | None, str] = {}
 
     def quoted(s: str | None) -> str:
@@ -91,10 +144,9 @@ def chrome_trace_events(
             strict=True,
         ):
             end = max(end, start)  # corrupt clocks: zero length at the start, as the queries do
-            device_lanes = lanes.get(device_index)
-            if device_lanes is None:
-                device_lanes = lanes[device_index] = _Lanes()
-            lane = device_lanes.assign(start, end)
+            pid, tid, announce = processes.place(device_index, start, end)
+            if announce is not None:
+                yield from _thread_metadata(pid, tid, announce)
             args = [f'"name":{quoted(node_name)}', f'"op":{quoted(op)}']
             match = _LABEL_RE.match(label) if label else None
             if match is not None:
@@ -106,7 +158,7 @@ def chrome_trace_events(
                 args.append(f'"label":{enc(label)}')
             yield (
                 f'{{"ph":"X","cat":"Op","name":{quoted(op if op is not None else node_name)},'
-                f'"pid":{device_index},"tid":{lane},"ts":{_us(start)},"dur":{_us(end - start)},'
+                f'"pid":{pid},"tid":{tid},"ts":{_us(start)},"dur":{_us(end - start)},'
                 f'"args":{{{",".join(args)}}}}}'
             )
 
@@ -125,19 +177,44 @@ def chrome_trace_events(
                     f'"ts":{_us(time_ns)},"args":{{{name}:{in_use}}}}}'
                 )
 
+    if show_steps:
+        spans = trace.step_times()
+        if spans.num_rows:
+            yield from _process_metadata(steps_pid, "Steps")
+            yield from _thread_metadata(steps_pid, 0, "steps")
+        for step, start, duration in zip(
+            spans["step"].to_pylist(),
+            spans["start_ns"].to_pylist(),
+            spans["duration_ns"].to_pylist(),
+            strict=True,
+        ):
+            yield (
+                f'{{"ph":"X","cat":"Step","name":"step {step}","pid":{steps_pid},"tid":0,'
+                f'"ts":{_us(start)},"dur":{_us(duration)},"args":{{"step":{step}}}}}'
+            )
+
 
 def to_chrome_trace(
-    trace: Trace, path: str | os.PathLike[str], *, show_memory: bool = True
+    trace: Trace,
+    path: str | os.PathLike[str],
+    *,
+    show_memory: bool = True,
+    show_steps: bool = True,
 ) -> Path:
     """Writes a Chrome trace-event JSON file that Perfetto and chrome://tracing load.
 
-    One process per device block (``pid`` = ``device_index``, named by ``process_name``
-    metadata events), lanes as threads (timeline.py's greedy lane assignment), one complete event
-    (``"ph": "X"``, ``ts``/``dur`` in microseconds) per node record named by its op (or node name)
-    with ``name``, ``op`` and ``input<i>`` (from the label) in ``args``; with ``show_memory``, one
-    counter series (``"ph": "C"``) per allocator from the record replay, in an "Allocators"
-    process. Gzip-compressed when the name ends in ``.gz``. Written streaming, in batches, to a
-    temporary file renamed into place at the end."""
+    One process per device (``pid`` 0, 1, ... in order of first appearance, named by
+    ``process_name`` metadata events), however many device blocks it has (a multi-step dump
+    repeats each device's block at every step: still one process). Within a process, each line
+    (an XSpace line, a Chrome track; the blocks of a StepStats device are one) gets timeline.py's
+    greedy lanes, each lane a thread (named after its line when there is one); one complete
+    event (``"ph": "X"``, ``ts``/``dur`` in microseconds) per node record named by its op (or
+    node name) with ``name``, ``op`` and ``input<i>`` (from the label) in ``args``. With
+    ``show_memory``, one counter series (``"ph": "C"``) per allocator from the record replay, in
+    an "Allocators" process; with ``show_steps``, one slice ``step N`` per row of
+    :meth:`Trace.step_times` on the "steps" thread of a "Steps" process. Gzip-compressed when
+    the name ends in ``.gz``. Written streaming, in batches, to a temporary file renamed into
+    place at the end."""
     out = checked_output_file(path)
     tmp = out.with_name(f".{out.name}.tmp")
     try:
@@ -149,7 +226,10 @@ def to_chrome_trace(
             if out.name.endswith(".gz"):
                 stream = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)  # type: ignore[assignment]
             try:
-                _write_json_events(stream, chrome_trace_events(trace, show_memory=show_memory))
+                events = chrome_trace_events(
+                    trace, show_memory=show_memory, show_steps=show_steps
+                )
+                _write_json_events(stream, events)
             finally:
                 if stream is not raw:
                     stream.close()

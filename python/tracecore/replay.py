@@ -140,9 +140,11 @@ def replay(
     source: str,
     allocator: str | None,
     baseline: str | None,
+    step: int | None = None,
 ) -> MemoryReplay:
     """:meth:`Trace.replay` of ``trace``; ``core`` gives its native core, called once the
-    arguments are checked (a stored trace builds it from its tables there)."""
+    arguments are checked (a stored trace builds it from its tables there). ``step``: replay
+    only the events of that step (``events.step_id``) and their tensors and allocation records."""
     if source not in ("records", "tensors", "in_use"):
         raise ValueError(f"source must be 'records', 'tensors' or 'in_use', not {source!r}")
     if baseline not in (None, "snapshot"):
@@ -154,19 +156,29 @@ def replay(
             f"allocator must be a str or None, not {type(allocator).__name__} {allocator!r}"
         )
     snapshot = baseline == "snapshot"
+    events: np.ndarray | None = None
+    records: np.ndarray | None = None
+    if step is not None:
+        from . import steps
+
+        step = steps.check_step(step)
+        events = steps.event_mask(trace, step)
+        records = steps.record_mask(trace, step) if source != "tensors" else None
     if allocator is not None:
         known = _allocators(trace, source)
         if allocator not in known:
             raise KeyError(f"no allocator {allocator!r} in the {source}; allocators: {known}")
     if source == "in_use":
-        return MemoryReplay(trace, source, replay_in_use(trace, allocator))
+        return MemoryReplay(trace, source, replay_in_use(trace, allocator, events, records))
     native = core()
     if source == "tensors":
-        return MemoryReplay(trace, source, _core.replay(native, source, allocator, snapshot))
-    capsules = _core.replay(native, source, allocator, snapshot, False)
+        return MemoryReplay(
+            trace, source, _core.replay(native, source, allocator, snapshot, True, events)
+        )
+    capsules = _core.replay(native, source, allocator, snapshot, False, events, records)
 
     def replay_live() -> Capsules:
-        return _core.replay(native, source, allocator, snapshot, True)[2]
+        return _core.replay(native, source, allocator, snapshot, True, events, records)[2]
 
     return MemoryReplay(trace, source, capsules, replay_live)
 
@@ -209,7 +221,12 @@ def _reports_in_use(trace: Trace) -> bool:
     return trace.kind in ("XSpace", "ChromeTrace", "Kineto")
 
 
-def replay_in_use(trace: Trace, allocator: str | None) -> tuple[pa.Table, pa.Table, pa.Table]:
+def replay_in_use(
+    trace: Trace,
+    allocator: str | None,
+    event_mask: np.ndarray | None = None,
+    record_mask: np.ndarray | None = None,
+) -> tuple[pa.Table, pa.Table, pa.Table]:
     """``(timeline, peaks, live)`` of ``source="in_use"``: the level each allocator reported.
 
     XSpace: each MemoryAllocation / MemoryDeallocation record reports the allocator's
@@ -227,6 +244,10 @@ def replay_in_use(trace: Trace, allocator: str | None) -> tuple[pa.Table, pa.Tab
     StepStats: each AllocatorMemoryUsed reports ``allocator_bytes_in_use`` at its event's end;
     the peak is the largest (the last reaching it); nothing is matched to it (``live_tensors``
     0) and ``lifetime_peak_bytes`` is null.
+
+    ``event_mask`` / ``record_mask`` (one step alone): only the allocation records (XSpace,
+    Chrome trace) of ``record_mask``, the AllocatorMemoryUsed (StepStats) of the events of
+    ``event_mask``, count.
     """
     xspace = _reports_in_use(trace)
     table = trace.alloc_records if xspace else trace.allocations
@@ -247,9 +268,14 @@ def replay_in_use(trace: Trace, allocator: str | None) -> tuple[pa.Table, pa.Tab
         time_ns = np.asarray(ends[_int64(table["event_id"])], dtype=np.int64)
         level = _int64(table["allocator_bytes_in_use"])
         delta = np.zeros(len(level), dtype=np.int64)
+    keep = np.ones(len(names), dtype=bool)
+    if xspace and record_mask is not None:
+        keep = np.asarray(record_mask, dtype=bool)
+    elif not xspace and event_mask is not None:
+        keep = np.asarray(event_mask, dtype=bool)[_int64(table["event_id"])]
     timelines, peaks, lives = [], [], []
-    for name in sorted(set(names.tolist()) if allocator is None else {allocator}):
-        rows = np.flatnonzero(names == name)
+    for name in sorted(set(names[keep].tolist()) if allocator is None else {allocator}):
+        rows = np.flatnonzero((names == name) & keep)
         rows = rows[np.argsort(time_ns[rows], kind="stable")]
         if len(rows) == 0:
             continue

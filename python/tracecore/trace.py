@@ -234,11 +234,14 @@ class Trace(TableAttributes):
 
         return to_parquet(self, directory, compression=compression, overwrite=overwrite)
 
-    def to_chrome_trace(self, path: str | os.PathLike[str], *, show_memory: bool = True) -> Path:
-        """Writes a Chrome trace-event JSON (``.gz`` when the name ends so) for Perfetto."""
+    def to_chrome_trace(
+        self, path: str | os.PathLike[str], *, show_memory: bool = True, show_steps: bool = True
+    ) -> Path:
+        """Writes a Chrome trace-event JSON (``.gz`` when the name ends so) for Perfetto: one
+        process per device, steps as slices (see :func:`tracecore.chrome.to_chrome_trace`)."""
         from .chrome import to_chrome_trace
 
-        return to_chrome_trace(self, path, show_memory=show_memory)
+        return to_chrome_trace(self, path, show_memory=show_memory, show_steps=show_steps)
 
     def sql(self, query: str) -> pa.Table:
         """Runs SQL over the tables (registered as views) with DuckDB (``tracecore[duckdb]``)."""
@@ -363,7 +366,12 @@ class Trace(TableAttributes):
         return _core.occupancy_bin_rows(self._ensure_core(), checked)
 
     def replay(
-        self, *, source: str = "records", allocator: str | None = None, baseline: str | None = None
+        self,
+        *,
+        source: str = "records",
+        allocator: str | None = None,
+        baseline: str | None = None,
+        step: int | None = None,
     ) -> MemoryReplay:
         """Replays memory per allocator. ``source="records"`` replays the allocation records;
         ``source="tensors"`` reproduces TensorFlow timeline.py's tensor-lifetime model exactly;
@@ -372,8 +380,20 @@ class Trace(TableAttributes):
         the lifetime peak, as XProf's memory profile (see :func:`tracecore.replay.replay_in_use`).
         ``baseline="snapshot"`` (records only) aligns the level with the allocator's first
         ``allocator_bytes_in_use`` snapshot. ``allocator``: replay that allocator only (a
-        ``KeyError`` names the allocators when the trace has no such one)."""
-        return replay(self, self._ensure_core, source, allocator, baseline)
+        ``KeyError`` names the allocators when the trace has no such one). ``step``: replay
+        step N alone (its events, as ``events.step_id`` and :meth:`step_times` number them, and
+        their tensors and allocation records): ``source="tensors"`` is then timeline.py's
+        figure on that step's StepStats alone; a ``KeyError`` for a step the trace lacks."""
+        return replay(self, self._ensure_core, source, allocator, baseline, step)
+
+    def step_times(self) -> pa.Table:
+        """``step, start_ns, end_ns, duration_ns``: one row per step of the trace, by step,
+        from ``events.step_id`` (see :mod:`tracecore.steps` for how each format numbers
+        them): the earliest start and latest end of the step's events. A trace without step
+        information is one step 0 spanning every event."""
+        from .steps import step_times
+
+        return step_times(self)
 
     def op_stats(self, by: str = "op") -> pa.Table:
         """Time per op type (``by="op"``), node (``"node_name"``), device block (``"device"``)

@@ -99,7 +99,9 @@ size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t basel
 // near 2^64) 24-byte changes are sorted.
 class RecordOrder {
  public:
-  RecordOrder(const AllocRecordTable& r, const std::vector<uint32_t>& allocators, size_t pool_size)
+  // `keep`: one byte per record (non-zero = replayed), or null for every record.
+  RecordOrder(const AllocRecordTable& r, const std::vector<uint32_t>& allocators, size_t pool_size,
+              const uint8_t* keep)
       : r_(r), begin_(allocators.size() + 1, 0), lo_(allocators.size(), INT64_MAX) {
     constexpr uint32_t kSkip = UINT32_MAX;
     std::vector<uint32_t> slot(pool_size, kSkip);
@@ -123,7 +125,7 @@ class RecordOrder {
       bool whole_micros = true;
       for (size_t i = part_begin(p); i < part_begin(p + 1); ++i) {
         const uint32_t s = slot[r.allocator[i]];
-        if (s == kSkip) continue;
+        if (s == kSkip || (keep != nullptr && keep[i] == 0)) continue;
         ++count[s];
         lo[s] = std::min(lo[s], r.time_ns[i]);
         hi[s] = std::max(hi[s], r.time_ns[i]);
@@ -175,7 +177,7 @@ class RecordOrder {
                                     part_fill.begin() + (p + 1) * n_alloc);
         for (size_t i = part_begin(p); i < part_begin(p + 1); ++i) {
           const uint32_t s = slot[r.allocator[i]];
-          if (s == kSkip) continue;
+          if (s == kSkip || (keep != nullptr && keep[i] == 0)) continue;
           const uint64_t rel =
               (static_cast<uint64_t>(r.time_ns[i]) - static_cast<uint64_t>(lo_[s])) / decltype(divisor)::value;
           keys_[fill_at[s]++] = (shift_ == 64 ? 0 : rel << shift_) | i;
@@ -211,7 +213,7 @@ class RecordOrder {
       changes_.resize(begin_.back());
       for (size_t i = 0; i < r.size(); ++i) {
         const uint32_t s = slot[r.allocator[i]];
-        if (s != kSkip) changes_[fill[s]++] = Change{r.time_ns[i], r.bytes[i], static_cast<uint32_t>(i), 0};
+        if (s != kSkip && (keep == nullptr || keep[i] != 0)) changes_[fill[s]++] = Change{r.time_ns[i], r.bytes[i], static_cast<uint32_t>(i), 0};
       }
       std::vector<Change> scratch;
       for (size_t k = 0; k < allocators.size(); ++k) {
@@ -255,11 +257,21 @@ class RecordOrder {
 
 }  // namespace
 
-Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline, bool with_live) {
+Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline, bool with_live,
+                     const uint8_t* record_mask, const uint8_t* event_mask) {
   const AllocRecordTable& r = t.alloc_records;
   Replay out;
-  const std::vector<uint32_t> allocators = SortedAllocators(t.pool, r.allocator, only);
-  const RecordOrder order(r, allocators, t.pool.size());
+  std::vector<uint32_t> allocators;
+  if (record_mask == nullptr) {
+    allocators = SortedAllocators(t.pool, r.allocator, only);
+  } else {
+    std::vector<uint32_t> kept;
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (record_mask[i] != 0) kept.push_back(r.allocator[i]);
+    }
+    allocators = SortedAllocators(t.pool, kept, only);
+  }
+  const RecordOrder order(r, allocators, t.pool.size(), record_mask);
   const size_t n_alloc = allocators.size();
   // Each allocator writes its own segment of the timeline, in parallel.
   std::vector<size_t> first_row(n_alloc + 1, 0);
@@ -281,6 +293,7 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
       size_t best = SIZE_MAX;
       for (size_t i = 0; i < a.size(); ++i) {
         if (a.allocator[i] != allocator) continue;
+        if (event_mask != nullptr && event_mask[static_cast<size_t>(a.event_id[i])] == 0) continue;
         if (best == SIZE_MAX) {
           best = i;
           continue;
@@ -365,9 +378,10 @@ inline int64_t Micros(int64_t ns) { return ns / 1000; }
 
 }  // namespace
 
-Replay ReplayTensors(const TraceTables& t, uint32_t only) {
+Replay ReplayTensors(const TraceTables& t, uint32_t only, const uint8_t* event_mask) {
   const EventTable& e = t.events;
   const TensorTable& x = t.tensors;
+  const auto kept = [event_mask](size_t ev) { return event_mask == nullptr || event_mask[ev] != 0; };
   // 1. Every output is a tensor named node or node:i; a later one with the same name replaces it.
   StringPool names;  // tensor name -> dense id
   std::vector<int64_t> tensor_of_name;  // name id -> tensor row (latest)
@@ -375,6 +389,7 @@ Replay ReplayTensors(const TraceTables& t, uint32_t only) {
   std::vector<uint32_t> name_of_row(x.size());
   for (size_t row = 0; row < x.size(); ++row) {
     const size_t ev = static_cast<size_t>(x.event_id[row]);
+    if (!kept(ev)) continue;
     name.assign(t.pool.Get(e.node_name[ev]));
     if (x.output_index[row] != 0) {
       name.push_back(':');
@@ -396,6 +411,7 @@ Replay ReplayTensors(const TraceTables& t, uint32_t only) {
   // 2. Consumers on executor devices unref their inputs at their end - 1.
   std::vector<std::string_view> inputs;
   for (size_t ev = 0; ev < e.size(); ++ev) {
+    if (!kept(ev)) continue;
     const std::string_view device = t.pool.Get(e.device[ev]);
     if (device.find("/stream:") != std::string_view::npos ||
         device.find("/memcpy") != std::string_view::npos) {

@@ -61,9 +61,16 @@ struct Replay {
 
 // `allocator`: a pool id to restrict to, or StringPool::kNotFound for all allocators.
 // with_live=false leaves Replay::live empty (the peaks still count the live records).
+// `record_mask`: one byte per alloc_records row (non-zero = replayed), null for all;
+// `event_mask`: one byte per event, the events whose allocations the snapshot baseline may
+// take (null for all). Used to replay one step alone.
 Replay ReplayRecords(const TraceTables& t, uint32_t allocator, bool snapshot_baseline,
-                     bool with_live = true);
-Replay ReplayTensors(const TraceTables& t, uint32_t allocator);
+                     bool with_live = true, const uint8_t* record_mask = nullptr,
+                     const uint8_t* event_mask = nullptr);
+// `event_mask`: one byte per event (non-zero = kept), null for all: the model then runs on the
+// kept events alone, as timeline.py would on a StepStats holding only them (one step).
+Replay ReplayTensors(const TraceTables& t, uint32_t allocator,
+                     const uint8_t* event_mask = nullptr);
 
 enum class GroupBy { kOp, kNodeName, kDevice };
 OpStatsTable OpStats(const TraceTables& t, GroupBy by);

@@ -1,6 +1,7 @@
 #include "sink/trace_semantics.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -180,8 +181,35 @@ void NormalizeGraphs(TraceTables& t) {
   t.graph_keys.clear();
 }
 
+void AssignStepStatsSteps(TraceTables& t) {
+  EventTable& e = t.events;
+  if (!e.step_id.empty() || e.size() == 0) return;
+  const DeviceTable& d = t.devices;
+  // Device blocks in file order: a block whose device already has a block in the current step
+  // starts the next step.
+  std::vector<int64_t> step_of_block(d.size(), 0);
+  std::unordered_set<uint32_t> in_step;
+  int64_t step = 0;
+  for (size_t b = 0; b < d.size(); ++b) {
+    if (!in_step.insert(d.device[b]).second) {
+      ++step;
+      in_step.clear();
+      in_step.insert(d.device[b]);
+    }
+    step_of_block[b] = step;
+  }
+  e.step_id.reserve(e.size());
+  e.step_id_valid.reserve(e.size());
+  for (size_t i = 0; i < e.size(); ++i) {
+    const auto block = static_cast<size_t>(e.device_index[i]);
+    e.step_id.push_back(block < step_of_block.size() ? step_of_block[block] : 0);
+    e.step_id_valid.push_back(1);
+  }
+}
+
 void FinishDerivedColumns(TraceTables& t) {
   NormalizeGraphs(t);
+  if (t.kind == TraceKind::kStepStats || t.kind == TraceKind::kRunMetadata) AssignStepStatsSteps(t);
   EventTable& e = t.events;
   e.event_id.clear();  // appended, not resized: no zeroing pass over fresh pages first
   e.event_id.reserve(e.size());

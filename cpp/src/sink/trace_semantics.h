@@ -32,8 +32,15 @@ void KeepLastThreadNames(ThreadNameTable& thread_names, int32_t device_index,
 // Renumbers graph_index in protobuf's order (see GraphKey), merging GraphDefs with equal keys.
 void NormalizeGraphs(TraceTables& t);
 
+// StepStats / RunMetadata: events.step_id from the device blocks. A dump concatenating the
+// StepStats of many steps repeats the same device blocks step after step, so the blocks are
+// read in file order and a block whose device already has a block in the current step starts
+// the next step: step 0, 1, ... (every event of a block gets the block's step). Left alone when
+// the column is already filled or there are no events.
+void AssignStepStatsSteps(TraceTables& t);
+
 // The columns derived from the others once every row is in (declared Derived): event ids,
-// device kinds; and the graphs' order.
+// device kinds, StepStats steps; and the graphs' order.
 void FinishDerivedColumns(TraceTables& t);
 
 }  // namespace tracecore

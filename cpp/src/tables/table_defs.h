@@ -109,9 +109,14 @@
          "MemoryStats.persistent_memory_size (0 when absent).")                                  \
   OPTIONAL(cat, DictString, StringId, "Chrome trace: the event's `cat`; null elsewhere.")       \
   OPTIONAL(step_id, Int64, Plain,                                                                \
-           "XSpace: the step, the first of the stats group_id, step_num, iter_num the event "   \
-           "has (its own, then its metadata's); null when none. (Not `step`: a TraceSet's "     \
-           "key column has that name.)")
+           "The step the event belongs to. StepStats / RunMetadata: 0, 1, ... by device "       \
+           "blocks in file order, a block whose device already has a block in the current "     \
+           "step starting the next (a dump concatenating steps repeats its blocks). XSpace: the " \
+           "first of the stats group_id, step_num, iter_num the event has (its own, then its "  \
+           "metadata's); null when none. Chrome trace: N for an event of a pid that starts "    \
+           "inside that pid's \"ProfilerStep#N\" event ([start, end)), or that a flow reaches " \
+           "from an event with a step; null otherwise (all null without ProfilerStep events). " \
+           "(Not `step`: a TraceSet's key column has that name.)")
 
 #define TRACECORE_COLUMNS_tensors(COLUMN, NULLABLE, OPTIONAL)                                    \
   COLUMN(event_id, Int64, EventRef, "The event that produced it.")                               \

@@ -287,6 +287,7 @@ class Importer : public chrome_json::ChromeEventVisitor {
       t_.kind = kineto_ ? TraceKind::kKineto : TraceKind::kChromeTrace;
       FinishDevices();
       BuildLinks();
+      AssignProfilerSteps();
       return;
     }
     std::vector<uint8_t> keep_stats(t_.event_stats.size());
@@ -727,6 +728,61 @@ class Importer : public chrome_json::ChromeEventVisitor {
       if (e.end_ns[*it] >= ts && e.end_ns[*it] > e.start_ns[*it]) return static_cast<int64_t>(*it);
     }
     return -1;
+  }
+
+  // events.step_id from Kineto's step annotations: an event whose name is "ProfilerStep#N"
+  // (N a decimal int64) is step N's span on its pid. Every event of that pid starting inside a
+  // span ([start, end); the latest-starting span when spans overlap) gets N; then an event left
+  // without a step that a flow step (links: Kineto's ac2g CPU-to-GPU) reaches from an event
+  // with one takes that step (links in file order). With no such annotation the column stays
+  // empty (all null).
+  void AssignProfilerSteps() {
+    EventTable& e = t_.events;
+    struct Span {
+      int64_t start, end, step;
+    };
+    std::unordered_map<IdKey, std::vector<Span>, IdKeyHash> spans;
+    constexpr std::string_view kPrefix = "ProfilerStep#";
+    for (size_t i = 0; i < e.size(); ++i) {
+      const std::string_view name = t_.pool.Get(e.timeline_label[i]);
+      if (name.size() <= kPrefix.size() || name.substr(0, kPrefix.size()) != kPrefix) continue;
+      uint64_t n = 0;
+      if (!ParseUint64(name.substr(kPrefix.size()), &n) || n > uint64_t{INT64_MAX}) continue;
+      const IdKey pid = keys_[static_cast<size_t>(e.device_index[i])].pid;
+      spans[pid].push_back(Span{e.start_ns[i], e.end_ns[i], static_cast<int64_t>(n)});
+    }
+    if (spans.empty()) return;
+    for (auto& [pid, list] : spans) {
+      std::stable_sort(list.begin(), list.end(),
+                       [](const Span& a, const Span& b) { return a.start < b.start; });
+    }
+    e.step_id.assign(e.size(), 0);
+    e.step_id_valid.assign(e.size(), 0);
+    for (size_t i = 0; i < e.size(); ++i) {
+      const auto it = spans.find(keys_[static_cast<size_t>(e.device_index[i])].pid);
+      if (it == spans.end()) continue;
+      const std::vector<Span>& list = it->second;
+      const int64_t at = e.start_ns[i];
+      // The last span starting at or before the event.
+      const auto after = std::upper_bound(list.begin(), list.end(), at,
+                                          [](int64_t v, const Span& s) { return v < s.start; });
+      if (after == list.begin()) continue;
+      const Span& s = *(after - 1);
+      if (at < s.end || at == s.start) {
+        e.step_id[i] = s.step;
+        e.step_id_valid[i] = 1;
+      }
+    }
+    const LinkTable& l = t_.links;
+    for (size_t k = 0; k < l.size(); ++k) {
+      if (!l.from_event_id_valid[k] || !l.to_event_id_valid[k]) continue;
+      const auto from = static_cast<size_t>(l.from_event_id[k]);
+      const auto to = static_cast<size_t>(l.to_event_id[k]);
+      if (e.step_id_valid[from] && !e.step_id_valid[to]) {
+        e.step_id[to] = e.step_id[from];
+        e.step_id_valid[to] = 1;
+      }
+    }
   }
 
   void BuildLinks() {
