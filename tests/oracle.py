@@ -108,8 +108,11 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
 }
 
 # Columns the package adds after the contract's ones (python/tracecore/names.py: derived from
-# node names, not from the trace format); allowed, not compared.
-EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {"events": ("forward_scope", "phase")}
+# node names and from the devices table, not from the trace format); allowed, not compared here
+# (tests/test_names.py and tests/test_optime.py check them).
+EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {
+    "events": ("forward_scope", "phase", "device_kind")
+}
 
 # Columns that may hold nulls; every other column must have null_count == 0.
 NULLABLE = {("events", "op"), ("events", "scheduled_ns"), ("tensors", "num_elements"),

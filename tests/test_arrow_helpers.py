@@ -252,4 +252,4 @@ def test_buffer_bytes_of_a_trace():
     import tracecore
 
     t = tracecore.open(Path(__file__).parent / "data" / "seed001_runmetadata.pbtxt")
-    assert buffer_bytes(t.table(name) for name in t.table_names) == 129_793
+    assert buffer_bytes(t.table(name) for name in t.table_names) == 130_067

@@ -63,6 +63,13 @@ def answers(t: tracecore.Trace) -> dict[str, Any]:
     for source in ("records", "tensors", "in_use"):
         out[f"replay/{source}"] = outcome(lambda s=source: t.replay(source=s))
     out["scopes"] = outcome(t.scopes)
+    out["op_stats/kind"] = outcome(lambda: t.op_stats(by="kind"))
+    steps = outcome(t.step_times)
+    out["step_times"] = steps
+    if isinstance(steps, list) and steps:
+        step = steps[-1]["step"]
+        for source in ("records", "tensors"):
+            out[f"replay/{source}/step"] = outcome(lambda s=source: t.replay(source=s, step=step))
     out["kind/format"] = (t.kind, t.format)
     return out
 
@@ -95,6 +102,35 @@ def normalized_info(text: str) -> list[str]:
     ]
 
 
+COMMANDS = [
+    ["info"],
+    ["top"],
+    ["top", "--by", "node_name"],
+    ["top", "--by", "device"],
+    ["top", "--by", "kind"],
+    ["memory"],
+    ["occupancy"],
+]
+
+
+def run_commands(
+    capsys: pytest.CaptureFixture[str], path: Path, chrome: Path, *extra: str
+) -> list[Any]:
+    """Every command's exit code and output on ``path`` (``extra``: options for each)."""
+    results: list[Any] = []
+    capsys.readouterr()
+    for command in COMMANDS:
+        code = cli.main([command[0], str(path), *command[1:], *extra])
+        out, err = capsys.readouterr()
+        results.append((command, code, normalized_info(out) if command == ["info"] else out))
+    code = cli.main(["diff", str(path), str(path), "--format", "json"])
+    results.append(("diff", code, capsys.readouterr()[0]))
+    code = cli.main(["export", str(path), "--chrome", str(chrome), *extra])
+    capsys.readouterr()
+    results.append(("chrome", code, json.loads(chrome.read_text())))
+    return results
+
+
 @pytest.mark.parametrize("name", ["stepstats_sample", "xspace", "kineto"])
 def test_every_cli_command_on_a_parquet_export_matches_the_source(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -103,28 +139,9 @@ def test_every_cli_command_on_a_parquet_export_matches_the_source(
     shutil.copy(SOURCES[name], source)
     export = tmp_path / "pq"
     assert cli.main(["export", str(source), "--parquet", str(export)]) == 0
-    commands = [
-        ["info"],
-        ["top"],
-        ["top", "--by", "node_name"],
-        ["top", "--by", "device"],
-        ["memory"],
-        ["occupancy"],
-    ]
 
     def run_all(path: Path, chrome: Path) -> list[Any]:
-        results: list[Any] = []
-        capsys.readouterr()
-        for command in commands:
-            code = cli.main([command[0], str(path), *command[1:]])
-            out, err = capsys.readouterr()
-            results.append((command, code, normalized_info(out) if command == ["info"] else out))
-        code = cli.main(["diff", str(path), str(path), "--format", "json"])
-        results.append(("diff", code, capsys.readouterr()[0]))
-        code = cli.main(["export", str(path), "--chrome", str(chrome)])
-        capsys.readouterr()
-        results.append(("chrome", code, json.loads(chrome.read_text())))
-        return results
+        return run_commands(capsys, path, chrome)
 
     expected = run_all(source, tmp_path / "a.json")
     assert all(r[1] == 0 for r in expected), expected
@@ -309,3 +326,19 @@ def test_unknown_kind_or_format_of_the_metadata_is_a_format_error() -> None:
         stored.core_from_tables(tables, {**meta, "kind": "Bogus"})
     with pytest.raises(tracecore.TraceFormatError, match="trace format 'yaml'"):
         stored.core_from_tables(tables, {**meta, "format": "yaml"})
+
+
+@pytest.mark.parametrize("name", ["stepstats_sample", "kineto"])
+def test_every_cli_command_through_the_cache_matches_the_source(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--cache: the first run writes the entry, the second reads it; both print what the
+    source gives."""
+    source = tmp_path / SOURCES[name].name
+    shutil.copy(SOURCES[name], source)
+    expected = run_commands(capsys, source, tmp_path / "a.json")
+    assert all(r[1] == 0 for r in expected), expected
+    for attempt in ("writes", "reads"):
+        got = run_commands(capsys, source, tmp_path / f"{attempt}.json", "--cache")
+        for e, g in zip(expected, got, strict=True):
+            assert g == e, f"{name}: {e[0]} differs when the cache {attempt}"
