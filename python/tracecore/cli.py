@@ -44,6 +44,7 @@ from ._version import __version__
 from .checks import display_path
 from .dataset import TraceSet, open_many
 from .intervals import group_stats, grouped_sum
+from .keying import resolve_paths
 from .logdir import event_files_below, is_event_file
 from .opening import is_parquet_export, open_trace, sample_path
 from .parquet import PARQUET_CODECS, parquet_files
@@ -99,9 +100,16 @@ def _open_any(args: argparse.Namespace) -> Trace | TraceSet:
 
 def _plain_directory(path: str) -> bool:
     """A directory that is neither a Parquet export nor a profiler / TensorBoard log directory
-    (``tracecore.open`` reads those): its trace files make a TraceSet (``open_many``)."""
-    return (os.path.isdir(path) and not is_parquet_export(path) and not find_profiles(path)
-            and not event_files_below(path))
+    (``tracecore.open`` reads those) and holds trace files: they make a TraceSet
+    (``open_many``). A directory without any is ``tracecore.open``'s to explain."""
+    if not os.path.isdir(path) or is_parquet_export(path) or find_profiles(path) or (
+            event_files_below(path)):
+        return False
+    try:
+        resolve_paths([path])
+    except ValueError:
+        return False
+    return True
 
 
 def _open_set(args: argparse.Namespace) -> TraceSet:
