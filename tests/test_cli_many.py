@@ -293,3 +293,36 @@ def test_diff_csv_equals_json(capsys: pytest.CaptureFixture[str], two: list[str]
     assert rows and all(r["delta_ns"] == 0 and r["a_ns"] == r["b_ns"] for r in rows)
     d = tracecore.diff(tracecore.open(two[0]), tracecore.open(two[1]))
     assert rows == [{"op": r.pop("key"), **r} for r in d.ops.to_pylist()]
+
+
+def test_memory_of_xspace_profiles(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    two = [str(tmp_path / "a.xplane.pb"), str(tmp_path / "b.xplane.pb")]
+    for path in two:
+        shutil.copy(HERE / "data" / "xspace" / "tf_keras_mlp_fit.xplane.pb", path)
+    rows = same_for_glob(capsys, two, "memory")
+    want = []
+    for path in two:
+        replay = tracecore.open(path).replay(source="in_use")
+        for a in replay.allocators:
+            p = replay.peak(a)
+            want.append({"trace": path, "allocator": a, "source": "in_use",
+                         "peak_bytes": p["peak_bytes"], "peak_time_ns": p["peak_time_ns"],
+                         "live_tensors": p["live_tensors"]})
+    assert rows == want
+    assert [r["allocator"] for r in rows] == ["mklcpu", "mklcpu"]
+
+
+def test_a_file_that_fails_is_skipped(capsys: pytest.CaptureFixture[str], two: list[str],
+                                      tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pbtxt"
+    bad.write_text("node_stats { this is not a trace")
+    assert cli.main(["top", two[0], str(bad), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith(f"tracecore: skipped {bad}: ")
+    rows = [json.loads(line) for line in out.splitlines()]
+    want = tracecore.open(two[0]).op_stats("op")
+    assert {r["op"]: r["total_ns"] for r in rows} == dict(
+        zip(want["key"].to_pylist(), want["total_ns"].to_pylist(), strict=True))
+    info = json_rows(capsys, "info", two[0], str(bad))
+    assert [(r["path"], r["status"]) for r in info] == [(two[0], "ok"), (str(bad), "error")]
+    assert info[1]["error"] and info[1]["n_events"] is None
