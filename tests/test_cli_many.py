@@ -326,3 +326,16 @@ def test_a_file_that_fails_is_skipped(capsys: pytest.CaptureFixture[str], two: l
     info = json_rows(capsys, "info", two[0], str(bad))
     assert [(r["path"], r["status"]) for r in info] == [(two[0], "ok"), (str(bad), "error")]
     assert info[1]["error"] and info[1]["n_events"] is None
+
+
+def test_one_file_is_a_set_of_one(capsys: pytest.CaptureFixture[str], run: Any) -> None:
+    path = os.path.join(run.path, "rank1", "step1.pbtxt")
+    ts = tracecore.open_many(path)
+    assert json_rows(capsys, "stragglers", path) == ts.stragglers().to_pylist()
+    rows = json_rows(capsys, "collectives", path)
+    assert rows == ts.collectives().to_pylist()
+    assert {(r["rank"], r["step"], r["n_ranks"]) for r in rows} == {(1, 1, 1)}
+    # export reads one trace: a directory of traces is a usage error that lists them
+    assert cli.main(["export", run.path, "--parquet", os.path.join(run.path, "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tracecore export: error: {run.path} is a directory with 9 traces (")

@@ -44,8 +44,8 @@ from ._version import __version__
 from .checks import display_path
 from .dataset import TraceSet, open_many
 from .intervals import group_stats, grouped_sum
-from .keying import resolve_paths
-from .logdir import event_files_below, is_event_file
+from .keying import file_keys, resolve_paths, stated_rank
+from .logdir import event_files_below
 from .opening import is_parquet_export, open_trace, sample_path
 from .parquet import PARQUET_CODECS, parquet_files
 from .parsing import FORMATS
@@ -113,14 +113,16 @@ def _plain_directory(path: str) -> bool:
 
 
 def _open_set(args: argparse.Namespace) -> TraceSet:
-    """A TraceSet of what the command line names, even of one trace file (``open_many``)."""
-    paths = _paths(args)
-    if len(paths) == 1 and not _plain_directory(paths[0]) and (
-            os.path.isdir(paths[0]) or is_event_file(paths[0])):
-        opened = _open_any(args)
-        if isinstance(opened, TraceSet):
-            return opened
-    return open_many(paths, threads=args.threads, format=args.input_format)
+    """A TraceSet of what the command line names; one trace is a set of one, keyed by its path
+    as ``open_many`` keys it."""
+    opened = _open_any(args)
+    if isinstance(opened, TraceSet):
+        return opened
+    path = _paths(args)[0]
+    ranks, rank_type, steps, step_type = file_keys([path], None, None, [stated_rank(opened)])
+    size = os.stat(path).st_size if os.path.isfile(path) else None
+    return TraceSet([path], [opened], [None], ranks, steps, rank_type, step_type, "step_start",
+                    sizes=[size])
 
 
 def _members(ts: TraceSet) -> list[tuple[str, Trace]]:
@@ -142,16 +144,12 @@ def _open(args: argparse.Namespace) -> Trace:
     if isinstance(opened, TraceSet):
         paths = opened.traces["path"].to_pylist()
         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-        named = _paths(args)
-        if len(named) > 1:
-            what = f"{_count(len(named), 'path')}"
-            shown = "the paths"
-        else:
-            what = display_path(named[0]) + (
-                " is a log directory" if os.path.isdir(named[0]) else " is an event file")
-            shown = display_path(named[0])
+        (named,) = _paths(args)  # export takes one FILE
+        shown = display_path(named)
+        what = ("a directory" if _plain_directory(named) else
+                "a log directory" if os.path.isdir(named) else "an event file")
         raise UsageError(
-            f"{what} with "
+            f"{shown} is {what} with "
             f"{_count(len(paths), 'trace')} ({', '.join(paths[:3])}{more}); "
             f"tracecore {args.command} reads one trace: give one profile or dump "
             f"('tracecore info {shown}' lists them)"
