@@ -253,7 +253,7 @@ def test_bench(capsys: pytest.CaptureFixture[str]) -> None:
                 "allocator), 'GPU_0_bfc', 'cpu', 'cpu_pool', 'cuda_host_bfc'"
             ),
         ),
-        (["info", SEED0, "--format", "binary"], 2, "tracecore: invalid trace: "),
+        (["info", SEED0, "--input-format", "binary"], 2, "tracecore: invalid trace: "),
     ],
 )
 def test_errors_are_one_line(capsys, argv, code, message) -> None:
@@ -352,7 +352,7 @@ def test_files_that_are_no_trace_say_so(capsys, tmp_path: Path) -> None:
     )
     assert "(the file is text, but not protobuf text format)" in err
     # A text dump read as binary: a hint.
-    code, _, err = run(capsys, "info", SEED0, "--format", "binary")
+    code, _, err = run(capsys, "info", SEED0, "--input-format", "binary")
     assert code == 2 and "byte offset" in err
     assert err.rstrip().endswith(
         "(the file looks like text, not a binary dump: use format 'text' or 'auto')"

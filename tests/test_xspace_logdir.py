@@ -345,14 +345,20 @@ def test_info_of_a_logdir_lists_its_profiles(
 def test_commands_on_a_logdir(
     logdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # export reads one trace
+    assert cli.main(["export", str(logdir), "--parquet", str(logdir / "out")]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"tracecore export: error: {logdir} is a log directory with 4 traces "
+        f"({', '.join(_expected_paths(logdir)[:3])} and 1 more); tracecore export reads "
+        f"one trace: give one profile or dump ('tracecore info {logdir}' lists them)\n")
+    # memory and occupancy: one section per profile
     for command in ("memory", "occupancy"):
-        assert cli.main([command, str(logdir)]) == 2
-        out, err = capsys.readouterr()
-        assert out == ""
-        assert err == (
-            f"tracecore {command}: error: {logdir} is a log directory with 4 traces "
-            f"({', '.join(_expected_paths(logdir)[:3])} and 1 more); tracecore {command} reads "
-            f"one trace: give one profile or dump ('tracecore info {logdir}' lists them)\n")
+        assert cli.main([command, str(logdir)]) == 0
+        out, _ = capsys.readouterr()
+        assert [line[3:] for line in out.splitlines() if line.startswith("== ")] == (
+            _expected_paths(logdir))
     # top ranks each profile's lines as top of it alone does (no device plane in these: the
     # host threads, not the derived lines), summed over the profiles
     assert cli.main(["top", "-n", "3", str(logdir)]) == 0

@@ -43,7 +43,7 @@ def test_a100_node_read_as_stepstats_binary_is_an_error() -> None:
 
 
 def test_a100_node_info_fails(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["info", "--format", "binary", str(A100)])
+    code = cli.main(["info", "--input-format", "binary", str(A100)])
     out, err = capsys.readouterr()
     assert code != 0 and out == ""
     assert "0 events and 287 unknown fields" in err

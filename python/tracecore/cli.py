@@ -1,12 +1,19 @@
 """The tracecore command line (``tracecore`` or ``python -m tracecore``).
 
-    tracecore info FILE|LOGDIR|--sample       what is in a trace (or a log directory)
-    tracecore top FILE [--by op|node|device|kind] [-n 20]
-    tracecore memory FILE [--allocator A] [--plot out.png]
-    tracecore occupancy FILE [--bin-us N] [--plot out.png]
+    tracecore info PATH...|--sample          what is in a trace (or in each of several)
+    tracecore top PATH... [--by op|node|device|kind|scope|phase|tower] [-n 20]
+    tracecore memory PATH... [--allocator A] [--plot out.png]
+    tracecore occupancy PATH... [--bin-us N] [--plot out.png]
+    tracecore steps PATH...                  step times (per rank and step for several)
+    tracecore stragglers PATH...             per step, the slowest rank and its lag
+    tracecore collectives PATH...            collective instances per rank and their wait
+    tracecore diff A B                       what changed between two runs
     tracecore export FILE --parquet DIR | --chrome OUT.json[.gz]
     tracecore bench FILE
 
+A PATH is a trace file, a glob (expanded here, sorted) or a log directory; several make a
+TraceSet (``tracecore.open_many``). The commands that print rows take ``--format
+table|json|csv`` (JSON Lines: one object per row); the input format is ``--input-format``.
 Every command takes ``--cache`` (open through the persisted index). Errors are one line on
 stderr and a non-zero exit code: 2 for an invalid trace or bad arguments, 1 otherwise.
 Set ``TRACECORE_DEBUG=1`` to get the traceback instead.
@@ -16,7 +23,11 @@ from __future__ import annotations
 
 import argparse
 import builtins  # builtins.open: ``open`` here is tracecore.open
+import csv
 import gc
+import glob
+import json
+import math
 import os
 import sys
 import time
@@ -31,11 +42,14 @@ from ._arrow import buffer_bytes, checked_aggregate, to_numpy
 from ._core import TraceFormatError
 from ._version import __version__
 from .checks import display_path
-from .dataset import TraceSet
+from .dataset import TraceSet, open_many
 from .intervals import group_stats, grouped_sum
-from .opening import open_trace, sample_path
+from .keying import file_keys, resolve_paths, stated_rank
+from .logdir import event_files_below
+from .opening import is_parquet_export, open_trace, sample_path
 from .parquet import PARQUET_CODECS, parquet_files
 from .parsing import FORMATS
+from .profiles import find_profiles
 from .toplevel import open
 from .trace import Trace
 
@@ -50,32 +64,95 @@ class UsageError(Exception):
 # Helpers
 
 
-def _open_any(args: argparse.Namespace) -> Trace | TraceSet:
-    """The trace the command line names, or the TraceSet of a log directory."""
+def _paths(args: argparse.Namespace) -> list[str]:
+    """The paths the command line names: each glob expanded (sorted; one that matches nothing
+    is a usage error naming it), ``--sample`` the bundled trace."""
+    given = list(getattr(args, "paths", None) or [])
+    if getattr(args, "file", None):  # export: one FILE
+        given = [args.file]
     if getattr(args, "sample", False):
-        if args.file:
+        if given:
             raise UsageError("give a trace FILE or --sample, not both")
-        path: Any = sample_path()
-    elif args.file:
-        path = args.file
-    else:
+        return [str(sample_path())]
+    if not given:
         raise UsageError("give a trace FILE or --sample")
-    return open(path, format=args.format, threads=args.threads, cache=args.cache, progress=True)
+    paths: list[str] = []
+    for path in given:
+        if glob.has_magic(path) and not os.path.exists(path):
+            matches = sorted(glob.glob(path, recursive=True))
+            if not matches:
+                raise UsageError(f"no file matches {path!r}")
+            paths += matches
+        else:
+            paths.append(path)
+    return paths
+
+
+def _open_any(args: argparse.Namespace) -> Trace | TraceSet:
+    """The trace the command line names; the TraceSet of several paths (``open_many``), or of a
+    log directory or an event file (``open``)."""
+    paths = _paths(args)
+    if len(paths) == 1 and not _plain_directory(paths[0]):
+        return open(paths[0], format=args.input_format, threads=args.threads, cache=args.cache,
+                    progress=True)
+    return open_many(paths, threads=args.threads, format=args.input_format)
+
+
+def _plain_directory(path: str) -> bool:
+    """A directory that is neither a Parquet export nor a profiler / TensorBoard log directory
+    (``tracecore.open`` reads those) and holds trace files: they make a TraceSet
+    (``open_many``). A directory without any is ``tracecore.open``'s to explain."""
+    if not os.path.isdir(path) or is_parquet_export(path) or find_profiles(path) or (
+            event_files_below(path)):
+        return False
+    try:
+        resolve_paths([path])
+    except ValueError:
+        return False
+    return True
+
+
+def _open_set(args: argparse.Namespace) -> TraceSet:
+    """A TraceSet of what the command line names; one trace is a set of one, keyed by its path
+    as ``open_many`` keys it."""
+    opened = _open_any(args)
+    if isinstance(opened, TraceSet):
+        return opened
+    path = _paths(args)[0]
+    ranks, rank_type, steps, step_type = file_keys([path], None, None, [stated_rank(opened)])
+    size = os.stat(path).st_size if os.path.isfile(path) else None
+    return TraceSet([path], [opened], [None], ranks, steps, rank_type, step_type, "step_start",
+                    sizes=[size])
+
+
+def _members(ts: TraceSet) -> list[tuple[str, Trace]]:
+    """(path, trace) of every loaded trace of a set; each file that failed is one line on
+    stderr."""
+    out = []
+    for row in ts.traces.to_pylist():
+        if row["status"] == "ok":
+            out.append((row["path"], ts.trace(row["trace_id"])))
+        else:
+            print(f"tracecore: skipped {row['path']}: {row['error']}", file=sys.stderr)
+    return out
 
 
 def _open(args: argparse.Namespace) -> Trace:
     """The trace the command line names; a log directory is a usage error that lists its
-    profiles (the commands but ``info`` read one trace)."""
+    profiles (export reads one trace)."""
     opened = _open_any(args)
     if isinstance(opened, TraceSet):
         paths = opened.traces["path"].to_pylist()
         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-        what = "a log directory" if os.path.isdir(args.file) else "an event file"
+        (named,) = _paths(args)  # export takes one FILE
+        shown = display_path(named)
+        what = ("a directory" if _plain_directory(named) else
+                "a log directory" if os.path.isdir(named) else "an event file")
         raise UsageError(
-            f"{display_path(args.file)} is {what} with "
+            f"{shown} is {what} with "
             f"{_count(len(paths), 'trace')} ({', '.join(paths[:3])}{more}); "
             f"tracecore {args.command} reads one trace: give one profile or dump "
-            f"('tracecore info {display_path(args.file)}' lists them)"
+            f"('tracecore info {shown}' lists them)"
         )
     return opened
 
@@ -134,6 +211,58 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left:
     print(fmt(headers))
     for row in cells:
         print(fmt(row))
+
+
+def _cell(value: Any) -> Any:
+    """A JSON value: a NaN or infinite float is null (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _emit(args: argparse.Namespace, rows: Sequence[dict[str, Any]],
+          columns: Sequence[str]) -> bool:
+    """Writes ``rows`` (their ``columns``) as JSON Lines or CSV when ``--format`` asks for it;
+    False for ``--format table`` (the caller prints its table). Integers stay exact."""
+    output = getattr(args, "output", "table")
+    if output == "json":
+        for r in rows:
+            print(json.dumps({c: _cell(r.get(c)) for c in columns}, allow_nan=False))
+        return True
+    if output == "csv":
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([
+                "" if v is None else json.dumps(v) if isinstance(v, (list, dict)) else v
+                for v in (_cell(r.get(c)) for c in columns)
+            ])
+        return True
+    return False
+
+
+def _say(args: argparse.Namespace, *text: str) -> None:
+    """A line of the table output (nothing with ``--format json|csv``)."""
+    if getattr(args, "output", "table") == "table":
+        print(*text)
+
+
+def _print_columns(rows: Sequence[dict[str, Any]], columns: Sequence[str], *,
+                   left: int = 1) -> None:
+    """A table of ``columns``: ``*_ns`` columns in ms (``x_ns`` becomes ``x ms``), floats with
+    3 decimals, None as ``-``."""
+    headers = [c[:-3] + " ms" if c.endswith("_ns") else c for c in columns]
+
+    def fmt(column: str, value: Any) -> str:
+        if value is None:
+            return "-"
+        if column.endswith("_ns"):
+            return _ms(value)
+        if isinstance(value, float):
+            return f"{value:.3f}"
+        return str(value)
+
+    _print_table(headers, [[fmt(c, r.get(c)) for c in columns] for r in rows], left=left)
 
 
 def _t0(trace: Trace) -> int:
@@ -261,32 +390,57 @@ def _set_summary(ts: TraceSet) -> str:
     def distinct(column: str) -> int:
         return len({r[column] for r in traces if r[column] is not None})
 
+    # A log directory's set has run, host and tag labels; open_many's has ranks.
+    keys = ("run", "host", "tag") if "run" in ts.traces.column_names else ("rank",)
     return (
         f"{_count(len(traces), 'trace')} ({ts.n_traces} loaded): "
-        f"{_count(distinct('run'), 'run')}, {_count(distinct('host'), 'host')}, "
-        f"{_count(distinct('tag'), 'tag')}, {_count(distinct('step'), 'step')}, "
-        f"{_count(len(ts), 'event')}"
+        + "".join(f"{_count(distinct(k), k)}, " for k in keys)
+        + f"{_count(distinct('step'), 'step')}, {_count(len(ts), 'event')}"
     )
 
 
-def _info_set(ts: TraceSet, path: str) -> int:
-    """``info`` of a log directory or an event file: one row per trace found (a RunMetadata
-    of an event file, an XSpace profile)."""
+_INFO_COLUMNS = ["path", "kind", "format", "size", "n_events", "blocks", "span_ns", "status",
+                 "error"]
+
+
+def _info_rows(ts: TraceSet) -> tuple[list[dict[str, Any]], list[str]]:
+    """``info --format json|csv`` of a set: its ``traces`` rows with ``blocks`` and
+    ``span_ns``; and the columns."""
+    rows = ts.traces.to_pylist()
+    for r in rows:
+        ok = r["status"] == "ok"
+        t = ts.trace(r["trace_id"]) if ok else None
+        r["blocks"] = t.devices.num_rows if t is not None else None
+        r["span_ns"] = _span(t.table("events")) if t is not None else None
+    keys = [c for c in ts.traces.column_names if c not in _INFO_COLUMNS]
+    return rows, ["path", *keys, *_INFO_COLUMNS[1:]]
+
+
+def _info_set(ts: TraceSet, path: str | None, args: argparse.Namespace) -> int:
+    """``info`` of several traces, a log directory or an event file: one row per trace found
+    (a file named, a RunMetadata of an event file, an XSpace profile)."""
+    if args.output != "table":
+        rows, columns = _info_rows(ts)
+        _emit(args, rows, columns)
+        return 0
     traces = ts.traces.to_pylist()
-    root = display_path(path)
-    base = root if os.path.isdir(path) else os.path.dirname(root)
-    print(f"{'log directory' if os.path.isdir(path) else 'event file'}  {root}")
-    print(f"traces         {_set_summary(ts)}")
+    if path is None:
+        base = ""
+        print(f"traces         {_set_summary(ts)}")
+    else:
+        root = display_path(path)
+        base = root if os.path.isdir(path) else os.path.dirname(root)
+        print(f"{'log directory' if os.path.isdir(path) else 'event file'}  {root}")
+        print(f"traces         {_set_summary(ts)}")
     print()
+    # A log directory's labels, else open_many's rank and step (and the kind of each file).
+    keys = (["run", "host", "tag", "step", "source"] if "run" in ts.traces.column_names
+            else ["rank", "step", "kind"])
     _print_table(
-        ["run", "host", "tag", "step", "source", "file", "events", "blocks", "size", "status"],
+        [*keys, "file", "events", "blocks", "size", "status"],
         [
             [
-                r["run"] if r["run"] is not None else "-",
-                r["host"] if r["host"] is not None else "-",
-                r["tag"] if r["tag"] is not None else "-",
-                r["step"] if r["step"] is not None else "-",
-                r["source"] if r["source"] is not None else "-",
+                *(r[k] if r[k] is not None else "-" for k in keys),
                 os.path.relpath(r["path"], base) if base else r["path"],
                 "-" if r["n_events"] is None else r["n_events"],
                 ts.trace(r["trace_id"]).devices.num_rows if r["status"] == "ok" else "-",
@@ -295,7 +449,7 @@ def _info_set(ts: TraceSet, path: str) -> int:
             ]
             for r in traces
         ],
-        left=6,
+        left=len(keys) + 1,
     )
     for r in traces:
         if r["error"] is not None:
@@ -307,33 +461,37 @@ def _info_set(ts: TraceSet, path: str) -> int:
               f"{', '.join(str(r['tag']) for r in graph_only[:5])}")
     print()
     print("'tracecore info FILE' shows one profile's planes and lines; 'tracecore top' of the "
-          "directory ranks ops over every trace")
+          "same paths ranks ops over every trace")
     return 0
 
 
 def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
-    """``top`` of a log directory or an event file: each trace's rows as ``top`` of it alone
-    ranks them (an XSpace's device streams, else its host threads: not the lines that repeat
-    them), summed over the traces; ``share`` is the summed busy time over the summed spans."""
-    print(f"{display_path(args.file)}: {_set_summary(ts)}")
+    """``top`` of several traces, a log directory or an event file: each trace's rows as
+    ``top`` of it alone ranks them (an XSpace's device streams, else its host threads: not the
+    lines that repeat them), summed over the traces; ``share`` is the summed busy time over the
+    summed spans."""
+    paths = _paths(args)
+    where = display_path(paths[0]) if len(paths) == 1 else _count(len(paths), "path")
+    _say(args, f"{where}: {_set_summary(ts)}")
     by = _BY[args.by]
     parts, span, stepstats = [], 0, False
-    for row in ts.traces.filter(pc.equal(ts.traces["status"], "ok")).to_pylist():
-        t = ts.trace(row["trace_id"])
-        if by == "kind":
+    for _, t in _members(ts):
+        if by in _DERIVED:
+            part = derived_op_stats(t, by)
+        elif by == "kind":
             part = t.op_stats(by="kind")
-            span += _span(t.table("events"))
         elif t.kind == "XSpace":
             _, lines = xspace_top_lines(t)
             part = xspace_op_stats(t, by, lines)
-            span += _span(t.table("events"))
-            part = part.append_column("executor_ns", pa.array([0] * part.num_rows, pa.int64()))
-            part = part.append_column("stream_ns", pa.array([0] * part.num_rows, pa.int64()))
-            part = part.append_column("time_ns", part["total_ns"])
         else:
             stepstats = True
             part = t.op_stats(by=by)
-            span += _span(t.table("events"))
+        span += _span(t.table("events"))
+        for column in ("executor_ns", "stream_ns"):
+            if column not in part.column_names:
+                part = part.append_column(column, pa.array([0] * part.num_rows, pa.int64()))
+        if "time_ns" not in part.column_names:
+            part = part.append_column("time_ns", part["total_ns"])
         parts.append(part.select(["key", "n_events", "total_ns", "max_ns", "busy_ns",
                                   "executor_ns", "stream_ns", "time_ns"]))
     columns = ["n_events", "total_ns", "busy_ns", "executor_ns", "stream_ns", "time_ns"]
@@ -358,9 +516,19 @@ def _top_set(ts: TraceSet, args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     opened = _open_any(args)
     if isinstance(opened, TraceSet):
-        return _info_set(opened, args.file)
+        paths = _paths(args)
+        return _info_set(opened, paths[0] if len(paths) == 1 else None, args)
     t = opened
     s = t.stats
+    if args.output != "table":
+        path = _paths(args)[0]
+        row = {"path": display_path(path), "kind": t.kind, "format": t.format,
+               "size": os.stat(path).st_size if os.path.isfile(path) else None,
+               "n_events": len(t),
+               "blocks": t.devices.num_rows, "span_ns": _span(t.table("events")),
+               "status": "ok", "error": None}
+        _emit(args, [row], _INFO_COLUMNS)
+        return 0
     mb = s["bytes"] / _MB
     print(f"file      {t.source}")
     print(f"kind      {t.kind} ({t.format}), {_size(s['bytes'])}")
@@ -423,9 +591,47 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-# Group keys of `top --by`: "node" is short for Trace.op_stats's "node_name", which is taken too.
+# Group keys of `top --by`: "node" is short for Trace.op_stats's "node_name", which is taken too;
+# scope, phase and tower group every event by a name-derived column (_DERIVED). diff takes the
+# keys of compare.diff (_DIFF_BY).
 _BY = {"op": "op", "node": "node_name", "node_name": "node_name", "device": "device",
-       "kind": "kind"}
+       "kind": "kind", "scope": "scope", "phase": "phase", "tower": "tower"}
+_DIFF_BY = ("op", "node", "node_name", "device", "kind")
+_DERIVED = ("scope", "phase", "tower")
+
+
+def event_group_keys(trace: Trace, by: str) -> pa.Array:
+    """Per event of ``trace.events``, its ``scope`` (the first component of its normalised
+    node name, as ``Trace.scopes()``; "" for none), ``phase`` (forward, backward, optimizer,
+    other) or ``tower`` (``tower_N`` / ``replica_N``, as ``Trace.towers()``; null for none)."""
+    from . import names
+
+    events = trace.events
+    if by == "phase":
+        return events["phase"].cast(pa.string()).combine_chunks()
+    node = pc.fill_null(events["node_name"].cast(pa.string()), "").combine_chunks()
+    norm = names._normalize(node)
+    if by == "scope":
+        return names._first_components(norm, 1)
+    match = pc.extract_regex(norm, names._TOWER_RE)
+    # A struct's field ignores the struct's nulls: a name without a tower is null here.
+    return pc.if_else(pc.is_valid(match), match.field("t"), pa.scalar(None, pa.string()))
+
+
+def derived_op_stats(trace: Trace, by: str) -> pa.Table:
+    """``top --by scope|phase|tower`` of one trace: every event grouped by
+    :func:`event_group_keys` (events without a tower are in no row), with ``op_stats``'
+    columns key, n_events, total_ns, mean_ns, max_ns, busy_ns (union of the group's
+    intervals) and share (busy / the trace's span). Sorted by total_ns descending, then key."""
+    keys = event_group_keys(trace, by)
+    encoded = pc.dictionary_encode(keys)
+    distinct = encoded.dictionary.cast(pa.string())
+    group = to_numpy(encoded.indices, -1).astype(np.int64)
+    events = trace.events
+    stats = group_stats(to_numpy(events["start_ns"]), to_numpy(events["end_ns"]), group,
+                        len(distinct))
+    table = _stats_table(distinct, stats, _span(trace.table("events")))
+    return table.filter(pa.array(stats.n_events > 0))
 
 
 def xspace_top_lines(trace: Trace) -> tuple[str, list[int]]:
@@ -481,12 +687,18 @@ def xspace_op_stats(trace: Trace, by: str, rows: list[int]) -> pa.Table:
     end = to_numpy(picked["end_ns"])
     group = np.array([position[k] for k in keys], dtype=np.int64)
     stats = group_stats(start, end, group, len(distinct))
-    span = _span(trace.table("events"))
+    return _stats_table(pa.array(distinct, pa.string()), stats, _span(trace.table("events")))
+
+
+def _stats_table(keys: pa.Array, stats: Any, span: int) -> pa.Table:
+    """``op_stats``' columns from a group_stats result, one row per key: key, n_events,
+    total_ns, mean_ns, max_ns, busy_ns and share (busy / ``span``). Sorted by total_ns
+    descending, then key."""
     busy = stats.busy_ns.astype(np.float64)
     n = stats.n_events.astype(np.float64)
     table = pa.table(
         {
-            "key": pa.array(distinct, pa.string()),
+            "key": keys,
             "n_events": pa.array(stats.n_events, pa.int64()),
             "total_ns": pa.array(stats.total_ns, pa.int64()),
             "mean_ns": pa.array(stats.total_ns.astype(np.float64) / np.maximum(n, 1)),
@@ -508,7 +720,7 @@ def _top_xspace(t: Trace, args: argparse.Namespace) -> int:
         if chosen == "device streams"
         else "host op time (host_thread lines; no /device: plane with stream lines)"
     )
-    print(f"ranking {what}: {_count(len(rows), 'line')} on {', '.join(planes) or 'no plane'}")
+    _say(args, f"ranking {what}: {_count(len(rows), 'line')} on {', '.join(planes) or 'no plane'}")
     _print_top(args, stats, executor_stream=False)
     return 0
 
@@ -516,11 +728,21 @@ def _top_xspace(t: Trace, args: argparse.Namespace) -> int:
 def _print_top(args: argparse.Namespace, stats: pa.Table, *, executor_stream: bool) -> None:
     """The first ``-n`` rows of an op_stats table; ``executor_stream`` (StepStats): ranked by
     ``time_ns``, each op's time counted once (stream time for GPU work, else executor time),
-    with the executor, stream and all-records columns beside it."""
-    once = executor_stream and _BY[args.by] != "device"
+    with the executor, stream and all-records columns beside it. ``--format json|csv``: every
+    row (the first ``-n`` when given), keyed by the --by column."""
+    once = executor_stream and _BY[args.by] not in ("device", "kind", *_DERIVED)
     if once:
         stats = stats.sort_by([("time_ns", "descending"), ("key", "ascending")])
-    rows = stats.slice(0, args.n).to_pylist()
+    if args.output != "table":
+        key = _BY[args.by]
+        columns = [key, "n_events", "total_ns", "mean_ns", "max_ns", "busy_ns", "share"]
+        if executor_stream:
+            columns += ["executor_ns", "stream_ns", "time_ns"]
+        shown = stats if args.n is None else stats.slice(0, args.n)
+        rows = [{key: r.pop("key"), **r} for r in shown.to_pylist()]
+        _emit(args, rows, columns)
+        return
+    rows = stats.slice(0, args.n or 20).to_pylist()
     order = ("time counted once: stream, else executor records" if once
              else "total time")
     print(f"top {len(rows)} of {stats.num_rows} by {args.by} (sorted by {order})")
@@ -550,9 +772,15 @@ def _cmd_top(args: argparse.Namespace) -> int:
     if isinstance(opened, TraceSet):
         return _top_set(opened, args)
     t = opened
+    if args.by in _DERIVED:
+        _say(args, f"time per {args.by}: every event of the trace, grouped by its name-derived "
+             f"{args.by}" + (" (events outside a tower_N / replica_N are in no row)"
+                              if args.by == "tower" else ""))
+        _print_top(args, derived_op_stats(t, args.by), executor_stream=False)
+        return 0
     if args.by == "kind":
-        print("time per device kind: every record of each kind (a GPU op's launch on the "
-              "executor and its kernel on a stream are in different rows)")
+        _say(args, "time per device kind: every record of each kind (a GPU op's launch on the "
+             "executor and its kernel on a stream are in different rows)")
         _print_top(args, t.op_stats(by="kind"), executor_stream=False)
         return 0
     if t.kind == "XSpace":
@@ -567,23 +795,13 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     by = _BY[args.by]
     d = diff(_open_path(args.a), _open_path(args.b), by=by)
     rows = d.ops.to_pylist()
-    if args.output == "json":
-        import json
-
-        for r in rows:
-            print(json.dumps({by: r.pop("key"), **r}))
-        return 0
-    if args.output == "csv":
-        import csv
-
-        w = csv.writer(sys.stdout)
-        w.writerow([by, *d.ops.column_names[1:]])
-        for r in rows:
-            w.writerow(["" if v is None else v for v in r.values()])
+    if args.output != "table":
+        rows = [{by: r.pop("key"), **r} for r in rows]
+        _emit(args, rows if args.n is None else rows[: args.n], [by, *d.ops.column_names[1:]])
         return 0
     print(d.summary())
     print()
-    shown = rows[: args.n]
+    shown = rows[: args.n or 20]
     _print_table(
         [by, "a ms", "b ms", "delta ms", "ratio", "a n", "b n"],
         [[_short(r["key"], args.width), _ms(r["a_ns"]), _ms(r["b_ns"]),
@@ -659,9 +877,67 @@ def _memory_in_use(t: Trace, args: argparse.Namespace) -> int:
     return 0
 
 
+_MEMORY_COLUMNS = ["trace", "allocator", "source", "peak_bytes", "peak_time_ns",
+                   "live_tensors"]
+
+
+def _memory_rows(path: str, t: Trace, allocator: str | None) -> list[dict[str, Any]]:
+    """``memory --format json|csv`` of one trace: per allocator (or only ``allocator``) and
+    replay source (``records`` and ``tensors`` for StepStats, ``in_use`` for XSpace), its peak
+    bytes, the peak's time (the trace's clock) and what was live then."""
+    if t.kind == "XSpace":
+        in_use = t.replay(source="in_use")
+        replays = [("in_use", in_use)]
+        names = list(in_use.allocators)
+    else:
+        records, tensors, names = _peaks(t)
+        replays = [("records", records), ("tensors", tensors)]
+    if allocator is not None:
+        names = [allocator]
+    rows = []
+    for name in names:
+        for source, replay in replays:
+            if name in replay.allocators:
+                p = replay.peak(name)
+                rows.append({"trace": path, "allocator": name, "source": source,
+                             "peak_bytes": p["peak_bytes"], "peak_time_ns": p["peak_time_ns"],
+                             "live_tensors": p["live_tensors"]})
+    return rows
+
+
+def _traces(args: argparse.Namespace) -> list[tuple[str, Trace]]:
+    """(path, trace) of every trace the command line names (memory, occupancy)."""
+    opened = _open_any(args)
+    if isinstance(opened, TraceSet):
+        return _members(opened)
+    return [(display_path(_paths(args)[0]), opened)]
+
+
+def _sections(args: argparse.Namespace, traces: list[tuple[str, Trace]]) -> None:
+    """Checks that a --plot names one trace."""
+    if getattr(args, "plot", None) and len(traces) > 1:
+        raise UsageError(f"--plot draws one trace; these paths hold {len(traces)}")
+
+
 def _cmd_memory(args: argparse.Namespace) -> int:
     _check_plot(args)
-    t = _open(args)
+    traces = _traces(args)
+    _sections(args, traces)
+    if args.output != "table":
+        rows = [r for path, t in traces for r in _memory_rows(path, t, args.allocator)]
+        if args.allocator is not None and not rows:
+            raise UsageError(f"no allocator {args.allocator!r} in these traces")
+        _emit(args, rows, _MEMORY_COLUMNS)
+        return 0
+    code = 0
+    for i, (path, t) in enumerate(traces):
+        if len(traces) > 1:
+            print(("\n" if i else "") + f"== {path}")
+        code = max(code, _memory_one(t, args))
+    return code
+
+
+def _memory_one(t: Trace, args: argparse.Namespace) -> int:
     if t.kind == "XSpace":
         return _memory_in_use(t, args)
     records, tensors, allocators = _peaks(t)
@@ -745,9 +1021,26 @@ def _strip(fractions: np.ndarray) -> str:
     return "".join(_RAMP[i] for i in idx)
 
 
+_OCCUPANCY_COLUMNS = ["trace", "device", "kind", "blocks", "events", "busy_ns", "span_ns",
+                      "utilization", "share", "max_concurrency"]
+
+
 def _cmd_occupancy(args: argparse.Namespace) -> int:
     _check_plot(args)
-    t = _open(args)
+    traces = _traces(args)
+    _sections(args, traces)
+    if args.output != "table":
+        rows = [{"trace": path, **d} for path, t in traces for d in device_summary(t)]
+        _emit(args, rows, _OCCUPANCY_COLUMNS)
+        return 0
+    for i, (path, t) in enumerate(traces):
+        if len(traces) > 1:
+            print(("\n" if i else "") + f"== {path}")
+        _occupancy_one(t, args)
+    return 0
+
+
+def _occupancy_one(t: Trace, args: argparse.Namespace) -> None:
     devices = device_summary(t)
     print(
         f"busy time per device ({_count(t.devices.num_rows, 'block')}; busy summed over each "
@@ -795,7 +1088,47 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
             t, args.plot, bin_ns=None if args.bin_us is None else args.bin_us * 1000
         )
         print(f"\nwrote {out}")
+
+
+def _rows_command(args: argparse.Namespace, table: pa.Table, title: str) -> int:
+    """Prints a query's table: every row for ``--format json|csv`` (the first ``-n`` when
+    given), else ``title`` and the first ``-n`` (default 20) rows."""
+    columns = table.column_names
+    if args.output != "table":
+        shown = table if args.n is None else table.slice(0, args.n)
+        _emit(args, shown.to_pylist(), columns)
+        return 0
+    n = args.n or 20
+    shown_rows = table.slice(0, n).to_pylist()
+    more = f", first {len(shown_rows)} shown (-n)" if table.num_rows > n else ""
+    print(f"{title} ({_count(table.num_rows, 'row')}{more})")
+    _print_columns(shown_rows, columns)
     return 0
+
+
+def _cmd_steps(args: argparse.Namespace) -> int:
+    opened = _open_any(args)
+    if isinstance(opened, TraceSet):
+        _members(opened)  # reports the files that failed
+        return _rows_command(args, opened.step_times(),
+                             "per rank and step: duration, collective time, wait, compute")
+    return _rows_command(args, opened.step_times(), "per step: first start to last end")
+
+
+def _cmd_stragglers(args: argparse.Namespace) -> int:
+    ts = _open_set(args)
+    _members(ts)
+    table = ts.stragglers(by=args.by, min_lag_ns=args.min_lag_us * 1000)
+    return _rows_command(args, table, f"per step: the slowest rank by {args.by} and its lag "
+                         f"behind the median rank")
+
+
+def _cmd_collectives(args: argparse.Namespace) -> int:
+    ts = _open_set(args)
+    _members(ts)
+    table = ts.collectives(args.pattern)
+    return _rows_command(args, table, "collective instances per rank, with the time each "
+                         "waited for the last rank")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -862,7 +1195,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             last = None  # freed before the next parse: one trace alive at a time
             gc.collect()
             start = time.perf_counter()
-            trace = open_trace(path, format=args.format, threads=threads)
+            trace = open_trace(path, format=args.input_format, threads=threads)
             times.append(time.perf_counter() - start)
             n_events = len(trace)
             stats = trace.stats
@@ -928,6 +1261,15 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _output_format(text: str) -> str:
+    if text in ("table", "json", "csv"):
+        return text
+    hint = (f"; the input format ({'|'.join(FORMATS)}) is --input-format {text}"
+            if text in FORMATS else "")
+    raise argparse.ArgumentTypeError(
+        f"invalid output format {text!r} (choose from table, json, csv){hint}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tracecore", description="Index and query TensorFlow execution traces."
@@ -935,15 +1277,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tracecore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add_input(p: argparse.ArgumentParser, *, cache: bool = True) -> None:
-        p.add_argument(
-            "file",
-            nargs="?",
-            help="a StepStats / RunMetadata dump (.pbtxt, .pb, .gz), an XSpace (.xplane.pb) or "
-            "a Parquet export directory; info also takes a profiler / TensorBoard log directory",
-        )
+    def add_input(p: argparse.ArgumentParser, *, cache: bool = True, many: bool = True,
+                  output: bool = True) -> None:
+        if many:
+            p.add_argument(
+                "paths",
+                nargs="*",
+                metavar="PATH",
+                help="trace files (StepStats / RunMetadata dumps .pbtxt, .pb, .gz; XSpace "
+                "profiles .xplane.pb; Chrome JSON; Parquet export directories), globs "
+                "(quoted: expanded here, sorted) and profiler / TensorBoard log directories; "
+                "several make a TraceSet",
+            )
+        else:
+            p.add_argument(
+                "file",
+                nargs="?",
+                help="a StepStats / RunMetadata dump (.pbtxt, .pb, .gz), an XSpace "
+                "(.xplane.pb) or a Parquet export directory",
+            )
         p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
-        p.add_argument("--format", choices=FORMATS, default="auto")
+        p.add_argument(
+            "--input-format",
+            choices=FORMATS,
+            default="auto",
+            help="how to read the input (default auto: told by its name and content)",
+        )
         p.add_argument(
             "--threads", type=_non_negative_int, default=0, help="parser threads (0 = all cores)"
         )
@@ -953,32 +1312,66 @@ def build_parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="open through the persisted index (TRACECORE_CACHE_DIR)",
             )
+        if output:
+            add_output(p)
+
+    def add_output(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--format",
+            dest="output",
+            type=_output_format,
+            default="table",
+            metavar="{table,json,csv}",
+            help="table (default), json (JSON Lines: one object per row) or csv (a header, "
+            "then the rows); every row for json and csv unless -n is given. The input "
+            "format is --input-format",
+        )
+
+    def add_n(p: argparse.ArgumentParser, what: str = "rows to show") -> None:
+        p.add_argument("-n", type=_positive_int, default=None,
+                       help=f"{what} (default 20 in a table, every row for json and csv)")
 
     p = sub.add_parser("info", help="what is in a trace: devices, busy time, allocators, peaks")
     add_input(p)
     p.set_defaults(func=_cmd_info)
 
-    p = sub.add_parser("top", help="time per op, node or device")
+    p = sub.add_parser("top", help="time per op, node, device, kind, scope, phase or tower")
     add_input(p)
-    p.add_argument("--by", choices=tuple(_BY), default="op")
-    p.add_argument("-n", type=_positive_int, default=20, help="rows to show (default 20)")
+    p.add_argument("--by", choices=("op", "node", "node_name", "device", "kind", *_DERIVED),
+                   default="op")
+    add_n(p)
     p.add_argument("--width", type=_positive_int, default=60, help="key column width")
     p.set_defaults(func=_cmd_top)
 
     p = sub.add_parser("diff", help="compare two runs: time per op, peak memory, what changed")
     p.add_argument("a", help="the first run (any trace file tracecore reads)")
     p.add_argument("b", help="the second run")
-    p.add_argument("--by", choices=tuple(_BY), default="op")
-    p.add_argument("-n", type=_positive_int, default=20, help="rows to show (default 20)")
+    p.add_argument("--by", choices=_DIFF_BY, default="op")
+    add_n(p)
     p.add_argument("--width", type=_positive_int, default=60, help="key column width")
-    p.add_argument(
-        "--format",
-        dest="output",
-        choices=("table", "json", "csv"),
-        default="table",
-        help="table (default), json (one object per line) or csv; every row for json and csv",
-    )
+    add_output(p)
     p.set_defaults(func=_cmd_diff)
+
+    p = sub.add_parser("steps", help="step times: per step (one trace) or per rank and step")
+    add_input(p)
+    add_n(p)
+    p.set_defaults(func=_cmd_steps)
+
+    p = sub.add_parser("stragglers", help="per step, the slowest rank and its lag")
+    add_input(p)
+    p.add_argument("--by", choices=("compute", "duration"), default="compute",
+                   help="rank by compute (duration minus collective wait; default) or duration")
+    p.add_argument("--min-lag-us", type=_non_negative_int, default=0, metavar="US",
+                   help="only steps whose lag exceeds US microseconds")
+    add_n(p)
+    p.set_defaults(func=_cmd_stragglers)
+
+    p = sub.add_parser("collectives", help="collective instances per rank and their wait")
+    add_input(p)
+    p.add_argument("--pattern", metavar="REGEX",
+                   help="collectives are events whose op or node name matches REGEX")
+    add_n(p)
+    p.set_defaults(func=_cmd_collectives)
 
     p = sub.add_parser("memory", help="peak memory per allocator and what is live at the peak")
     add_input(p)
@@ -1005,7 +1398,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_occupancy)
 
     p = sub.add_parser("export", help="write Parquet files or a Chrome trace (Perfetto)")
-    add_input(p)
+    add_input(p, many=False, output=False)
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument(
         "--parquet", metavar="DIR", help="one Parquet file per table + tracecore.json"
@@ -1027,7 +1420,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="parse throughput (MB/s, events/s) and peak RSS")
     p.add_argument("file", nargs="?", help="a StepStats / RunMetadata dump")
     p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
-    p.add_argument("--format", choices=FORMATS, default="auto")
+    p.add_argument("--input-format", choices=FORMATS, default="auto")
     p.add_argument(
         "--threads",
         type=_non_negative_int,
