@@ -217,3 +217,18 @@ def test_cli_export_perfetto(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     decoded = Decoded(out.read_bytes())
     assert len(decoded.slices) == len(t) + t.step_times().num_rows
     assert len(decoded.counters) == t.replay(source="records").timeline.num_rows
+
+
+def test_perfetto_packages_own_definitions_decode_it(tmp_path: Path) -> None:
+    """With the `perfetto` package installed (not a test dependency), its generated
+    perfetto_trace_pb2 reads every packet with no unknown field. (Its TraceProcessor needs to
+    download trace_processor_shell, which an offline machine cannot.)"""
+    pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
+    t = tracecore.open(tracecore.sample_path())
+    trace = pb.Trace()
+    trace.ParseFromString(t.to_perfetto(tmp_path / "t.pftrace").read_bytes())
+    for i, packet in enumerate(trace.packet):
+        _no_unknown(packet, f"packet {i}")
+    assert sum(p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN for p in trace.packet) == (
+        len(t) + t.step_times().num_rows
+    )
