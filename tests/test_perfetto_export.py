@@ -232,3 +232,27 @@ def test_perfetto_packages_own_definitions_decode_it(tmp_path: Path) -> None:
     assert sum(p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN for p in trace.packet) == (
         len(t) + t.step_times().num_rows
     )
+
+
+def test_overlapping_events_of_one_thread_get_separate_tracks(tmp_path: Path) -> None:
+    """A Chrome trace whose thread has events that overlap without nesting: Perfetto nests the
+    slices of one track by time, so they go to lanes (separate child tracks of the line)."""
+    src = tmp_path / "overlap.json"
+    src.write_text(
+        '{"traceEvents":['
+        '{"ph":"X","name":"a","pid":1,"tid":7,"ts":10,"dur":10},'
+        '{"ph":"X","name":"b","pid":1,"tid":7,"ts":15,"dur":10},'
+        '{"ph":"X","name":"c","pid":1,"tid":7,"ts":30,"dur":1},'
+        '{"ph":"X","name":"d","pid":1,"tid":7,"ts":30,"dur":0}]}'
+    )
+    t = tracecore.open(src)
+    decoded = Decoded(t.to_perfetto(tmp_path / "t.pftrace", show_steps=False).read_bytes())
+    slices = {name: (track, start, end) for track, name, _, start, end in decoded.slices}
+    assert slices["a"][1:] == (10_000, 20_000) and slices["b"][1:] == (15_000, 25_000)
+    assert slices["a"][0] != slices["b"][0]  # overlapping: two tracks
+    assert slices["c"][0] == slices["a"][0]  # after a's end: back on the first lane
+    assert slices["d"][0] == slices["b"][0]  # c holds lane 0 at 30 us: d (zero length) on lane 1
+    parents = {decoded.tracks[track].parent_uuid for track, _, _ in slices.values()}  # type: ignore[attr-defined]
+    assert len(parents) == 1  # one device's tracks
+    names = sorted(decoded.tracks[track].name for track in {s[0] for s in slices.values()})  # type: ignore[attr-defined]
+    assert names[1] == names[0] + " (1)"
