@@ -256,3 +256,12 @@ def test_overlapping_events_of_one_thread_get_separate_tracks(tmp_path: Path) ->
     assert len(parents) == 1  # one device's tracks
     names = sorted(decoded.tracks[track].name for track in {s[0] for s in slices.values()})  # type: ignore[attr-defined]
     assert names[1] == names[0] + " (1)"
+
+
+def test_a_trace_read_back_from_parquet_exports_the_same(tmp_path: Path) -> None:
+    t = tracecore.open(DATA / "seed001_runmetadata.pbtxt")
+    stored = tracecore.open(t.to_parquet(tmp_path / "pq"))
+    a = Decoded(t.to_perfetto(tmp_path / "a.pftrace").read_bytes())
+    b = Decoded(stored.to_perfetto(tmp_path / "b.pftrace").read_bytes())
+    assert a.slices == b.slices and a.counters == b.counters
+    assert len(a.slices) == len(t) + t.step_times().num_rows
