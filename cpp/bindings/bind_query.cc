@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "export/perfetto_writer.h"
 #include "query/group_stats.h"
 #include "query/queries.h"
 
@@ -19,6 +20,7 @@ namespace {
 
 using Mask = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
 using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using Int32s = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 
 py::array_t<int64_t> ToArray(const std::vector<int64_t>& v) {
   py::array_t<int64_t> out(static_cast<py::ssize_t>(v.size()));
@@ -184,6 +186,45 @@ void RegisterQueries(py::module_& m) {
         return Export(trace, std::move(result));
       },
       py::arg("trace"), py::arg("by"));
+
+  m.def(
+      "write_perfetto",
+      [](const PyTrace& trace, const std::string& path, const std::string& counter_group,
+         std::vector<std::string> counter_names, const Int32s& series, const Int64s& time_ns,
+         const Int64s& value, const Int64s& step, const Int64s& step_start,
+         const Int64s& step_end) {
+        if (series.ndim() != 1) throw py::value_error("series must be one-dimensional");
+        perfetto::CounterSeries counters;
+        counters.group = counter_group;
+        counters.names = std::move(counter_names);
+        counters.size = static_cast<size_t>(series.shape(0));
+        counters.series = series.data();
+        counters.time_ns = Column(time_ns, counters.size, "time_ns");
+        counters.value = Column(value, counters.size, "value");
+        if (step.ndim() != 1) throw py::value_error("step must be one-dimensional");
+        perfetto::StepSpans steps;
+        steps.size = static_cast<size_t>(step.shape(0));
+        steps.step = step.data();
+        steps.start_ns = Column(step_start, steps.size, "step_start");
+        steps.end_ns = Column(step_end, steps.size, "step_end");
+        perfetto::WriteStats s;
+        {
+          py::gil_scoped_release release;
+          s = perfetto::WritePerfettoTrace(*trace.tables, path, &counters, &steps);
+        }
+        py::dict out;
+        out["bytes"] = s.bytes;
+        out["packets"] = s.packets;
+        out["slices"] = s.slices;
+        out["tracks"] = s.tracks;
+        out["counter_values"] = s.counter_values;
+        return out;
+      },
+      py::arg("trace"), py::arg("path"), py::arg("counter_group"), py::arg("counter_names"),
+      py::arg("series"), py::arg("time_ns"), py::arg("value"), py::arg("step"),
+      py::arg("step_start"), py::arg("step_end"),
+      "Writes the trace as Perfetto TracePackets to path: a slice per event, one counter "
+      "track per counter name (series indexes counter_names), one slice per step.");
 
   m.def(
       "group_stats",

@@ -70,6 +70,18 @@ def replay(
 ) -> tuple[tuple[object, object], tuple[object, object], tuple[object, object]]: ...
 def op_stats(trace: Trace, by: str) -> tuple[object, object]: ...
 def column_reference() -> str: ...
+def write_perfetto(
+    trace: Trace,
+    path: str,
+    counter_group: str,
+    counter_names: list[str],
+    series: npt.NDArray[np.int32],
+    time_ns: npt.NDArray[np.int64],
+    value: npt.NDArray[np.int64],
+    step: npt.NDArray[np.int64],
+    step_start: npt.NDArray[np.int64],
+    step_end: npt.NDArray[np.int64],
+) -> dict[str, int]: ...
 def group_stats(
     start: npt.NDArray[np.int64],
     end: npt.NDArray[np.int64],

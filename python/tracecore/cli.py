@@ -1142,6 +1142,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
             f"wrote {len(files)} Parquet files + tracecore.json to {out} ({_mb(size)} MB, "
             f"{time.perf_counter() - start:.2f} s)"
         )
+    elif args.perfetto:
+        out = t.to_perfetto(args.perfetto, show_memory=not args.no_memory)
+        print(
+            f"wrote Perfetto trace {out} ({len(t)} events, {_mb(out.stat().st_size)} MB, "
+            f"{time.perf_counter() - start:.2f} s); open it in https://ui.perfetto.dev"
+        )
     else:
         out = t.to_chrome_trace(args.chrome, show_memory=not args.no_memory)
         print(
@@ -1404,6 +1410,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--parquet", metavar="DIR", help="one Parquet file per table + tracecore.json"
     )
     target.add_argument("--chrome", metavar="OUT.json[.gz]", help="Chrome trace-event JSON")
+    target.add_argument(
+        "--perfetto", metavar="OUT", help="Perfetto protobuf trace (TracePackets), from C++"
+    )
     p.add_argument(
         "--compression",
         default="zstd",
@@ -1414,7 +1423,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--overwrite", action="store_true", help="replace the export a --parquet DIR holds"
     )
-    p.add_argument("--no-memory", action="store_true", help="Chrome trace without memory counters")
+    p.add_argument(
+        "--no-memory", action="store_true", help="Chrome / Perfetto trace without memory counters"
+    )
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("bench", help="parse throughput (MB/s, events/s) and peak RSS")

@@ -243,6 +243,16 @@ class Trace(TableAttributes):
 
         return to_chrome_trace(self, path, show_memory=show_memory, show_steps=show_steps)
 
+    def to_perfetto(
+        self, path: str | os.PathLike[str], *, show_memory: bool = True, show_steps: bool = True
+    ) -> Path:
+        """Writes Perfetto's native protobuf trace (``TracePacket`` messages): a track per device
+        and line, a slice per event with interned names, memory counter tracks and step
+        slices, written in C++ (see :func:`tracecore.perfetto.to_perfetto`)."""
+        from .perfetto import to_perfetto
+
+        return to_perfetto(self, path, show_memory=show_memory, show_steps=show_steps)
+
     def sql(self, query: str) -> pa.Table:
         """Runs SQL over the tables (registered as views) with DuckDB (``tracecore[duckdb]``)."""
         from .sql import sql

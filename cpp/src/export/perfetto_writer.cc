@@ -1,0 +1,405 @@
+#include "export/perfetto_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "core/error.h"
+
+namespace tracecore::perfetto {
+namespace {
+
+// Field numbers of perfetto.protos messages (protos/perfetto/trace/...).
+namespace trace_f {
+constexpr uint32_t kPacket = 1;  // Trace.packet
+}
+namespace packet_f {
+constexpr uint32_t kTimestamp = 8;
+constexpr uint32_t kTrustedPacketSequenceId = 10;
+constexpr uint32_t kTrackEvent = 11;
+constexpr uint32_t kInternedData = 12;
+constexpr uint32_t kSequenceFlags = 13;
+constexpr uint32_t kTrackDescriptor = 60;
+}  // namespace packet_f
+namespace track_f {  // TrackDescriptor
+constexpr uint32_t kUuid = 1;
+constexpr uint32_t kName = 2;
+constexpr uint32_t kProcess = 3;
+constexpr uint32_t kParentUuid = 5;
+constexpr uint32_t kCounter = 8;
+}  // namespace track_f
+namespace process_f {  // ProcessDescriptor
+constexpr uint32_t kPid = 1;
+constexpr uint32_t kProcessName = 6;
+}  // namespace process_f
+namespace counter_f {  // CounterDescriptor
+constexpr uint32_t kUnit = 3;
+constexpr uint64_t kUnitSizeBytes = 3;
+}  // namespace counter_f
+namespace event_f {  // TrackEvent
+constexpr uint32_t kCategoryIids = 3;
+constexpr uint32_t kType = 9;
+constexpr uint32_t kNameIid = 10;
+constexpr uint32_t kTrackUuid = 11;
+constexpr uint32_t kName = 23;
+constexpr uint32_t kCounterValue = 30;
+constexpr uint64_t kSliceBegin = 1;
+constexpr uint64_t kSliceEnd = 2;
+constexpr uint64_t kCounter = 4;
+}  // namespace event_f
+namespace interned_f {  // InternedData; EventName and EventCategory are {iid = 1, name = 2}
+constexpr uint32_t kEventCategories = 1;
+constexpr uint32_t kEventNames = 2;
+constexpr uint32_t kIid = 1;
+constexpr uint32_t kName = 2;
+}  // namespace interned_f
+constexpr uint64_t kSeqIncrementalStateCleared = 1;
+constexpr uint64_t kSeqNeedsIncrementalState = 2;
+constexpr uint64_t kSequenceId = 1;  // every packet is on one sequence
+
+constexpr uint32_t kVarint = 0, kLengthDelimited = 2;
+
+// A message under construction; cleared and refilled, its capacity kept.
+class Message {
+ public:
+  void Clear() { bytes_.clear(); }
+  size_t size() const { return bytes_.size(); }
+  const std::string& bytes() const { return bytes_; }
+  bool empty() const { return bytes_.empty(); }
+
+  void Varint(uint64_t v) {
+    char buf[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+      buf[n++] = static_cast<char>((v & 0x7F) | 0x80);
+      v >>= 7;
+    }
+    buf[n++] = static_cast<char>(v);
+    bytes_.append(buf, n);
+  }
+  void Tag(uint32_t field, uint32_t wire_type) { Varint((uint64_t{field} << 3) | wire_type); }
+  void UInt(uint32_t field, uint64_t v) {
+    Tag(field, kVarint);
+    Varint(v);
+  }
+  void Int(uint32_t field, int64_t v) { UInt(field, static_cast<uint64_t>(v)); }
+  void Bytes(uint32_t field, std::string_view s) {
+    Tag(field, kLengthDelimited);
+    Varint(s.size());
+    bytes_.append(s.data(), s.size());
+  }
+  void Nested(uint32_t field, const Message& m) { Bytes(field, m.bytes_); }
+
+ private:
+  std::string bytes_;
+};
+
+// The output file, written through a buffer of 1 MiB.
+class Output {
+ public:
+  explicit Output(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd_ < 0) Fail();
+    buffer_.reserve(kBuffer);
+  }
+  ~Output() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  void Append(const char* data, size_t n) {
+    if (buffer_.size() + n > kBuffer) Flush();
+    if (n > kBuffer) {
+      WriteAll(data, n);
+      return;
+    }
+    buffer_.append(data, n);
+  }
+  void Flush() {
+    WriteAll(buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
+  void Close() {
+    Flush();
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) Fail();
+  }
+  uint64_t written() const { return written_ + buffer_.size(); }
+
+ private:
+  static constexpr size_t kBuffer = size_t{1} << 20;
+
+  void WriteAll(const char* data, size_t n) {
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, data, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        Fail();
+      }
+      data += w;
+      n -= static_cast<size_t>(w);
+      written_ += static_cast<uint64_t>(w);
+    }
+  }
+  [[noreturn]] void Fail() {  // the caller names the file (Python: the one asked for)
+    const int e = errno;
+    throw IoError(std::strerror(e), e);
+  }
+
+  int fd_ = -1;
+  std::string buffer_;
+  uint64_t written_ = 0;
+};
+
+class Writer {
+ public:
+  Writer(const TraceTables& t, const std::string& path) : t_(t), out_(path) {}
+
+  WriteStats Run(const CounterSeries* counters, const StepSpans* steps) {
+    PlaceDevices();
+    for (size_t pid = 0; pid < process_names_.size(); ++pid) {
+      ProcessTrack(pid, t_.pool.Get(process_names_[pid]));
+    }
+    Events();
+    const uint64_t counter_pid = process_names_.size();
+    if (counters != nullptr && counters->size > 0) Counters(*counters, counter_pid);
+    if (steps != nullptr && steps->size > 0) Steps(*steps, counter_pid + 1);
+    out_.Close();
+    stats_.bytes = out_.written();
+    return stats_;
+  }
+
+ private:
+  // A line of a device (all the blocks of one device name and line) and its lanes.
+  struct Track {
+    uint64_t pid = 0;
+    bool has_line = false;
+    uint32_t line = 0;
+    std::vector<int64_t> lane_ends{0};  // timeline.py's _assign_lanes starts with one lane at 0
+    std::vector<int64_t> lane_tids{-1};
+  };
+
+  void PlaceDevices() {
+    const auto& d = t_.devices;
+    std::map<uint32_t, uint64_t> pids;
+    std::map<std::pair<uint64_t, int64_t>, size_t> tracks;
+    track_of_.resize(d.size());
+    for (size_t i = 0; i < d.size(); ++i) {
+      auto [it, added] = pids.emplace(d.device[i], process_names_.size());
+      if (added) process_names_.push_back(d.device[i]);
+      const bool has_line = d.line_valid[i] != 0;
+      const int64_t line = has_line ? int64_t{d.line[i]} : -1;
+      auto [tt, new_track] = tracks.emplace(std::make_pair(it->second, line), tracks_.size());
+      if (new_track) {
+        Track track;
+        track.pid = it->second;
+        track.has_line = has_line;
+        track.line = has_line ? d.line[i] : 0;
+        tracks_.push_back(std::move(track));
+      }
+      track_of_[i] = tt->second;
+    }
+    next_tid_.assign(process_names_.size() + 2, 0);
+    interned_.assign(t_.pool.size(), 0);
+  }
+
+  // Ends the packet under construction: wraps it as a Trace.packet and writes it.
+  void EmitPacket() {
+    packet_.UInt(packet_f::kTrustedPacketSequenceId, kSequenceId);
+    uint64_t flags = packet_flags_;
+    if (first_packet_) flags |= kSeqIncrementalStateCleared;
+    if (flags != 0) packet_.UInt(packet_f::kSequenceFlags, flags);
+    first_packet_ = false;
+    packet_flags_ = 0;
+    head_.Clear();
+    head_.Tag(trace_f::kPacket, kLengthDelimited);
+    head_.Varint(packet_.size());
+    out_.Append(head_.bytes().data(), head_.size());
+    out_.Append(packet_.bytes().data(), packet_.size());
+    packet_.Clear();
+    ++stats_.packets;
+  }
+
+  void EmitTrackDescriptor() {
+    packet_.Nested(packet_f::kTrackDescriptor, track_);
+    track_.Clear();
+    EmitPacket();
+    ++stats_.tracks;
+  }
+
+  void ProcessTrack(uint64_t pid, std::string_view name) {
+    inner_.Clear();
+    inner_.UInt(process_f::kPid, pid + 1);  // pid 0 is the idle task to Perfetto
+    inner_.Bytes(process_f::kProcessName, name);
+    track_.UInt(track_f::kUuid, TrackUuid(pid, -1));
+    track_.Bytes(track_f::kName, name);
+    track_.Nested(track_f::kProcess, inner_);
+    EmitTrackDescriptor();
+  }
+
+  void ChildTrack(uint64_t pid, int64_t tid, std::string_view name) {
+    track_.UInt(track_f::kUuid, TrackUuid(pid, tid));
+    track_.UInt(track_f::kParentUuid, TrackUuid(pid, -1));
+    track_.Bytes(track_f::kName, name);
+    EmitTrackDescriptor();
+  }
+
+  // The uuid of the child track of `track` lane `lane`, its descriptor written at first use.
+  // A track without a line is named `unnamed`.
+  uint64_t LaneUuid(Track& track, size_t lane, std::string_view unnamed = "ops") {
+    int64_t tid = track.lane_tids[lane];
+    if (tid < 0) {
+      tid = track.lane_tids[lane] = next_tid_[track.pid]++;
+      name_.assign(track.has_line ? t_.pool.Get(track.line) : unnamed);
+      if (lane > 0) name_.append(" (").append(std::to_string(lane)).append(")");
+      ChildTrack(track.pid, tid, name_);
+    }
+    return TrackUuid(track.pid, tid);
+  }
+
+  // timeline.py's _assign_lanes: the first lane whose last event ended before `start`.
+  static size_t AssignLane(Track& track, int64_t start, int64_t end) {
+    auto& ends = track.lane_ends;
+    for (size_t lane = 0; lane < ends.size(); ++lane) {
+      if (start > ends[lane]) {
+        ends[lane] = end;
+        return lane;
+      }
+    }
+    ends.push_back(end);
+    track.lane_tids.push_back(-1);
+    return ends.size() - 1;
+  }
+
+  static uint64_t Timestamp(int64_t ns) { return ns < 0 ? 0 : static_cast<uint64_t>(ns); }
+
+  void Events() {
+    const auto& e = t_.events;
+    const size_t n = e.size();
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t start = e.start_ns[i];
+      const int64_t end = std::max(e.end_ns[i], start);
+      Track& track = tracks_[track_of_[static_cast<size_t>(e.device_index[i])]];
+      const uint64_t uuid = LaneUuid(track, AssignLane(track, start, end));
+      const uint32_t name = e.node_name[i];
+      const bool has_op = e.op_valid[i] != 0;
+      const uint32_t op = has_op ? e.op[i] : 0;
+
+      inner_.Clear();  // the InternedData of this packet: names first seen here
+      if (has_op && (interned_[op] & 2) == 0) {
+        interned_[op] |= 2;
+        entry_.Clear();
+        entry_.UInt(interned_f::kIid, uint64_t{op} + 1);
+        entry_.Bytes(interned_f::kName, t_.pool.Get(op));
+        inner_.Nested(interned_f::kEventCategories, entry_);
+      }
+      if ((interned_[name] & 1) == 0) {
+        interned_[name] |= 1;
+        entry_.Clear();
+        entry_.UInt(interned_f::kIid, uint64_t{name} + 1);
+        entry_.Bytes(interned_f::kName, t_.pool.Get(name));
+        inner_.Nested(interned_f::kEventNames, entry_);
+      }
+      event_.Clear();
+      if (has_op) event_.UInt(event_f::kCategoryIids, uint64_t{op} + 1);
+      event_.UInt(event_f::kType, event_f::kSliceBegin);
+      event_.UInt(event_f::kNameIid, uint64_t{name} + 1);
+      event_.UInt(event_f::kTrackUuid, uuid);
+      packet_.UInt(packet_f::kTimestamp, Timestamp(start));
+      packet_.Nested(packet_f::kTrackEvent, event_);
+      if (!inner_.empty()) packet_.Nested(packet_f::kInternedData, inner_);
+      packet_flags_ = kSeqNeedsIncrementalState;
+      EmitPacket();
+      EndSlice(uuid, end);
+      ++stats_.slices;
+    }
+  }
+
+  void EndSlice(uint64_t uuid, int64_t end) {
+    event_.Clear();
+    event_.UInt(event_f::kType, event_f::kSliceEnd);
+    event_.UInt(event_f::kTrackUuid, uuid);
+    packet_.UInt(packet_f::kTimestamp, Timestamp(end));
+    packet_.Nested(packet_f::kTrackEvent, event_);
+    EmitPacket();
+  }
+
+  void Counters(const CounterSeries& c, uint64_t pid) {
+    ProcessTrack(pid, c.group);
+    std::vector<uint8_t> described(c.names.size(), 0);
+    for (size_t i = 0; i < c.size; ++i) {
+      const int32_t s = c.series[i];
+      if (s < 0 || static_cast<size_t>(s) >= c.names.size()) continue;
+      const uint64_t uuid = TrackUuid(pid, s);
+      if (!described[static_cast<size_t>(s)]) {
+        described[static_cast<size_t>(s)] = 1;
+        inner_.Clear();
+        inner_.UInt(counter_f::kUnit, counter_f::kUnitSizeBytes);
+        track_.UInt(track_f::kUuid, uuid);
+        track_.UInt(track_f::kParentUuid, TrackUuid(pid, -1));
+        track_.Bytes(track_f::kName, c.names[static_cast<size_t>(s)]);
+        track_.Nested(track_f::kCounter, inner_);
+        EmitTrackDescriptor();
+      }
+      event_.Clear();
+      event_.UInt(event_f::kType, event_f::kCounter);
+      event_.UInt(event_f::kTrackUuid, uuid);
+      event_.Int(event_f::kCounterValue, c.value[i]);
+      packet_.UInt(packet_f::kTimestamp, Timestamp(c.time_ns[i]));
+      packet_.Nested(packet_f::kTrackEvent, event_);
+      EmitPacket();
+      ++stats_.counter_values;
+    }
+  }
+
+  void Steps(const StepSpans& s, uint64_t pid) {
+    ProcessTrack(pid, "Steps");
+    Track track;  // steps may overlap (XSpace step groups): lanes, as the events
+    track.pid = pid;
+    for (size_t i = 0; i < s.size; ++i) {
+      const int64_t start = s.start_ns[i];
+      const int64_t end = std::max(s.end_ns[i], start);
+      const uint64_t uuid = LaneUuid(track, AssignLane(track, start, end), "steps");
+      name_.assign("step ").append(std::to_string(s.step[i]));
+      event_.Clear();
+      event_.UInt(event_f::kType, event_f::kSliceBegin);
+      event_.Bytes(event_f::kName, name_);
+      event_.UInt(event_f::kTrackUuid, uuid);
+      packet_.UInt(packet_f::kTimestamp, Timestamp(start));
+      packet_.Nested(packet_f::kTrackEvent, event_);
+      EmitPacket();
+      EndSlice(uuid, end);
+    }
+  }
+
+  const TraceTables& t_;
+  Output out_;
+  WriteStats stats_;
+  std::vector<uint32_t> process_names_;  // pool ids of the device names, by pid
+  std::vector<Track> tracks_;
+  std::vector<size_t> track_of_;  // per device_index
+  std::vector<int64_t> next_tid_;  // per pid
+  std::vector<uint8_t> interned_;  // per pool id: 1 = event name sent, 2 = category sent
+  Message packet_, event_, track_, inner_, entry_, head_;
+  std::string name_;
+  bool first_packet_ = true;
+  uint64_t packet_flags_ = 0;
+};
+
+}  // namespace
+
+WriteStats WritePerfettoTrace(const TraceTables& tables, const std::string& path,
+                              const CounterSeries* counters, const StepSpans* steps) {
+  Writer writer(tables, path);
+  return writer.Run(counters, steps);
+}
+
+}  // namespace tracecore::perfetto
