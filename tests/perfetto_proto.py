@@ -16,14 +16,11 @@ CounterDescriptor, TrackEvent, InternedData, EventName, EventCategory; constants
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
 
-F = descriptor_pb2.FieldDescriptorProto
-
-_OPT = F.LABEL_OPTIONAL
-_REP = F.LABEL_REPEATED
-
-_SCALARS = ("string", "bytes", "int32", "uint32", "int64", "uint64", "double", "bool")
+from proto_build import OPT as _OPT
+from proto_build import REP as _REP
+from proto_build import add_message, message_classes
 
 _PACKAGE = "perfetto.protos"
 
@@ -39,29 +36,8 @@ TYPE_COUNTER = 4
 UNIT_SIZE_BYTES = 3
 
 
-def _message(fd, name: str, fields, oneofs: dict[str, int] | None = None):
-    """fields: (name, number, type[, label[, oneof name]]); oneofs: oneof name -> index."""
-    m = fd.message_type.add()
-    m.name = name
-    for oneof_name in (oneofs or {}):
-        m.oneof_decl.add().name = oneof_name
-    for spec in fields:
-        fname, number, ftype = spec[0], spec[1], spec[2]
-        label = spec[3] if len(spec) > 3 else _OPT
-        oneof = spec[4] if len(spec) > 4 else None
-        f = m.field.add()
-        f.name = fname
-        f.number = number
-        f.label = label
-        if ftype in _SCALARS:
-            f.type = getattr(F, "TYPE_" + ftype.upper())
-        else:
-            f.type = F.TYPE_MESSAGE
-            f.type_name = f".{_PACKAGE}.{ftype}"
-        if oneof is not None:
-            assert oneofs is not None
-            f.oneof_index = oneofs[oneof]
-    return m
+def _message(parent, name: str, fields, oneofs: dict[str, int] | None = None):
+    return add_message(parent, _PACKAGE, name, fields, oneofs)
 
 
 def _build_file() -> descriptor_pb2.FileDescriptorProto:
@@ -122,9 +98,7 @@ def _build_file() -> descriptor_pb2.FileDescriptorProto:
 
 
 FILE_DESCRIPTOR_PROTO = _build_file()
-POOL = descriptor_pool.DescriptorPool()
-POOL.Add(FILE_DESCRIPTOR_PROTO)
-_CLASSES = message_factory.GetMessageClassesForFiles([FILE_DESCRIPTOR_PROTO.name], POOL)
+_CLASSES = message_classes(FILE_DESCRIPTOR_PROTO)
 
 Trace = _CLASSES[f"{_PACKAGE}.Trace"]
 TracePacket = _CLASSES[f"{_PACKAGE}.TracePacket"]

@@ -14,43 +14,17 @@ Exposed message classes: XSpace, XPlane, XLine, XEvent, XStat, XEventMetadata, X
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
 
-F = descriptor_pb2.FieldDescriptorProto
-
-_OPT = F.LABEL_OPTIONAL
-_REP = F.LABEL_REPEATED
-
-_SCALARS = ("string", "bytes", "int64", "uint64", "double")
+from proto_build import OPT as _OPT
+from proto_build import REP as _REP
+from proto_build import add_message, message_classes
 
 _PACKAGE = "tensorflow.profiler"
 
 
 def _message(parent, name: str, fields, oneofs: dict[str, int] | None = None):
-    """fields: (name, number, type[, label[, oneof name]]); oneofs: oneof name -> index."""
-    container = parent.message_type if isinstance(parent, descriptor_pb2.FileDescriptorProto) \
-        else parent.nested_type
-    m = container.add()
-    m.name = name
-    for oneof_name in (oneofs or {}):
-        m.oneof_decl.add().name = oneof_name
-    for spec in fields:
-        fname, number, ftype = spec[0], spec[1], spec[2]
-        label = spec[3] if len(spec) > 3 else _OPT
-        oneof = spec[4] if len(spec) > 4 else None
-        f = m.field.add()
-        f.name = fname
-        f.number = number
-        f.label = label
-        if ftype in _SCALARS:
-            f.type = getattr(F, "TYPE_" + ftype.upper())
-        else:
-            f.type = F.TYPE_MESSAGE
-            f.type_name = ftype if ftype.startswith(".") else f".{_PACKAGE}.{ftype}"
-        if oneof is not None:
-            assert oneofs is not None
-            f.oneof_index = oneofs[oneof]
-    return m
+    return add_message(parent, _PACKAGE, name, fields, oneofs)
 
 
 def _map_entry(parent, name: str, value_type: str) -> None:
@@ -123,9 +97,7 @@ def _build_file() -> descriptor_pb2.FileDescriptorProto:
 
 
 FILE_DESCRIPTOR_PROTO = _build_file()
-POOL = descriptor_pool.DescriptorPool()
-POOL.Add(FILE_DESCRIPTOR_PROTO)
-_CLASSES = message_factory.GetMessageClassesForFiles([FILE_DESCRIPTOR_PROTO.name], POOL)
+_CLASSES = message_classes(FILE_DESCRIPTOR_PROTO)
 
 XSpace = _CLASSES[f"{_PACKAGE}.XSpace"]
 XPlane = _CLASSES[f"{_PACKAGE}.XPlane"]
@@ -136,7 +108,6 @@ XEventMetadata = _CLASSES[f"{_PACKAGE}.XEventMetadata"]
 XStatMetadata = _CLASSES[f"{_PACKAGE}.XStatMetadata"]
 
 __all__ = [
-    "POOL",
     "XEvent",
     "XEventMetadata",
     "XLine",
