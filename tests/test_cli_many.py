@@ -339,3 +339,19 @@ def test_one_file_is_a_set_of_one(capsys: pytest.CaptureFixture[str], run: Any) 
     assert cli.main(["export", run.path, "--parquet", os.path.join(run.path, "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"tracecore export: error: {run.path} is a directory with 9 traces (")
+
+
+def test_export_of_a_glob_of_several_files_is_a_usage_error_before_any_parse(
+    two: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    from tracecore import cli
+
+    def no_parse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("export parsed a file before refusing the glob")
+
+    monkeypatch.setattr(tracecore, "open", no_parse)
+    pattern = os.path.join(os.path.dirname(two[0]), "*")
+    assert cli.main(["export", pattern, "--chrome", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert "2 files match" in err and "a.pbtxt" in err and "reads one trace" in err
+    assert not (tmp_path / "x.json").exists()

@@ -347,3 +347,23 @@ def test_xspace_step_times_one_row_per_step_id() -> None:
     for row in times.to_pylist():
         mask = pc.fill_null(pc.equal(steps, row["step"]), False)
         assert row["start_ns"] == pc.min(t.events["start_ns"].filter(mask)).as_py()
+
+
+def test_a_step_longer_than_int64_is_an_overflow_error_and_exports_still_work(
+    tmp_path: Path,
+) -> None:
+    """Two events 10^16 us apart: step_times() names the overflowing duration; the Chrome and
+    Perfetto exports draw the step from its start and end, as before."""
+    path = tmp_path / "far.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": -5e15, "dur": 1},
+        {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 5e15, "dur": 1},
+    ]}))
+    t = tracecore.open(path)
+    with pytest.raises(OverflowError, match=r"step 0: duration_ns \(end_ns .* overflows int64"):
+        t.step_times()
+    chrome = t.to_chrome_trace(tmp_path / "far.trace.json")
+    events = json.loads(chrome.read_text())["traceEvents"]
+    step = next(e for e in events if e.get("cat") == "Step")
+    assert step["ts"] == -5e15 and step["dur"] == pytest.approx(1e16 + 1)
+    assert t.to_perfetto(tmp_path / "far.pftrace").stat().st_size > 0

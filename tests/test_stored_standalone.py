@@ -50,6 +50,16 @@ def outcome(f: Callable[[], Any]) -> Any:
     return value
 
 
+# The queries that raise on the source, by fixture (a replay a format has no records for): any
+# other error on the source is a failure, not an answer to compare.
+EXPECTED_RAISES: dict[str, set[str]] = {
+    "stepstats_sample": set(),
+    "runmetadata": set(),
+    "xspace": set(),
+    "kineto": set(),
+}
+
+
 def answers(t: tracecore.Trace) -> dict[str, Any]:
     """Every table and query result of ``t``."""
     out: dict[str, Any] = {name: outcome(lambda n=name: t.table(n)) for name in t.table_names}
@@ -83,6 +93,8 @@ def test_queries_on_stored_tables_match_the_source_once_it_is_gone(
     original = tracecore.open(source, cache=True)  # parses and writes the cache entry
     expected = answers(original)
     assert expected["events"] and expected["op_stats/op"], "the fixture has events"
+    raised = {k for k, v in expected.items() if isinstance(v, tuple) and v[:1] == ("raises",)}
+    assert raised == EXPECTED_RAISES[name], {k: expected[k] for k in raised}
     out = original.to_parquet(tmp_path / "pq")
     cached = tracecore.open(source, cache=True)
     assert cached.stats["loaded_from"] == "cache"
@@ -265,7 +277,33 @@ def mutations() -> list[tuple[str, Callable[[dict[str, pa.Table]], None], str]]:
         shapes[row] = [None, *shapes[row][1:]]
         tables["tensors"] = with_column(tensors, "shape", pa.array(shapes, pa.list_(pa.int64())))
 
+    def n_events_past_the_events(tables: dict[str, pa.Table]) -> None:
+        devices = tables["devices"]
+        values = devices["n_events"].to_pylist()
+        values[0] += 10_000_000
+        tables["devices"] = with_column(devices, "n_events", pa.array(values, pa.int64()))
+
+    def n_events_negative(tables: dict[str, pa.Table]) -> None:
+        devices = tables["devices"]
+        values = devices["n_events"].to_pylist()
+        values[0], values[1] = -1, values[1] + values[0] + 1
+        tables["devices"] = with_column(devices, "n_events", pa.array(values, pa.int64()))
+
+    def n_events_moved(tables: dict[str, pa.Table]) -> None:
+        devices = tables["devices"]
+        values = devices["n_events"].to_pylist()
+        values[0], values[1] = values[0] - 1, values[1] + 1
+        tables["devices"] = with_column(devices, "n_events", pa.array(values, pa.int64()))
+
     return [
+        ("n_events", n_events_past_the_events, r"table devices, column n_events: row 0 holds "),
+        ("n_events_negative", n_events_negative, r"table devices, column n_events: row 0 holds -1"),
+        (
+            "n_events_moved",
+            n_events_moved,
+            r"table events, column device_index: row \d+ holds 0, but devices.n_events puts it "
+            r"in block 1",
+        ),
         (
             "device_index",
             device_index_out_of_range,
@@ -326,6 +364,90 @@ def test_unknown_kind_or_format_of_the_metadata_is_a_format_error() -> None:
         stored.core_from_tables(tables, {**meta, "kind": "Bogus"})
     with pytest.raises(tracecore.TraceFormatError, match="trace format 'yaml'"):
         stored.core_from_tables(tables, {**meta, "format": "yaml"})
+    with pytest.raises(tracecore.TraceFormatError, match="trace kind '' is not"):
+        stored.core_from_tables(tables, {**meta, "kind": ""})
+    with pytest.raises(tracecore.TraceFormatError, match="StepStats trace is not read from xspace"):
+        stored.core_from_tables(tables, {**meta, "format": "xspace"})
+
+
+def test_link_event_references_are_checked() -> None:
+    tables, meta = stored_tables("kineto")
+    links = tables["links"]
+    assert links.num_rows > 0
+    values = links["to_event_id"].to_pylist()
+    row = next(i for i, v in enumerate(values) if v is not None)
+    values[row] = tables["events"].num_rows
+    tables["links"] = with_column(links, "to_event_id", pa.array(values, pa.int64()))
+    with pytest.raises(
+        tracecore.TraceFormatError, match=rf"table links, column to_event_id: row {row} "
+    ):
+        stored.core_from_tables(tables, meta)
+
+
+def test_tables_without_stepstats_steps_get_them_numbered(tmp_path: Path) -> None:
+    """An export written before StepStats steps were numbered has step_id all null: the core
+    built from it numbers them as the parse does (repeated device blocks)."""
+    path = tmp_path / "three_steps.pbtxt"
+    path.write_text((DATA / "seed000_stepstats.pbtxt").read_text() * 3)
+    t = tracecore.open(path)
+    assert t.step_times()["step"].to_pylist() == [0, 1, 2]
+    tables = {n: t.table(n) for n in t.table_names}
+    events = tables["events"]
+    tables["events"] = with_column(events, "step_id", pa.nulls(events.num_rows, pa.int64()))
+    meta = {"kind": t.kind, "format": t.format}
+    back = tracecore.Trace.from_core(stored.core_from_tables(tables, meta))
+    assert back.table("events")["step_id"].to_pylist() == events["step_id"].to_pylist()
+    assert back.step_times().to_pylist() == t.step_times().to_pylist()
+
+
+def test_python_paths_check_a_hostile_export_before_reading_it(tmp_path: Path) -> None:
+    """Paths that read the tables in Python (time per device kind, the exports, the in_use
+    replay, steps, the derived event columns, the binned occupancy) build the checked core
+    first."""
+    t = tracecore.open(SOURCES["stepstats_sample"])
+    out = t.to_parquet(tmp_path / "pq")
+    meta = json.loads((out / META_FILE).read_text())
+    file_name = meta["tables"]["events"]
+    events = pq.read_table(out / file_name)
+    values = events["device_index"].to_pylist()
+    values[0] = 99
+    events = with_column(events, "device_index", pa.array(values, pa.int32()))
+    pq.write_table(events.drop_columns(["forward_scope", "phase", "device_kind"]), out / file_name)
+    size, crc = stored.file_crc32c(out / file_name)
+    meta["files"][file_name] = {"bytes": size, "crc32c": crc}
+    meta["checksum"] = _meta_checksum(meta)
+    (out / META_FILE).write_text(json.dumps(meta))
+    message = "table events, column device_index: row 0 refers to 99"
+    queries: list[Callable[[tracecore.Trace], object]] = [
+        lambda u: u.op_stats(by="kind"),
+        lambda u: u.to_chrome_trace(tmp_path / "x.json"),
+        lambda u: u.to_perfetto(tmp_path / "x.pftrace"),
+        lambda u: u.replay(source="in_use"),
+        lambda u: u.step_times(),
+        lambda u: u.events,
+        lambda u: u.occupancy(bin_ns=1_000_000),
+    ]
+    for query in queries:
+        with pytest.raises(tracecore.TraceFormatError, match=message):
+            query(tracecore.open(out))
+
+
+def test_a_hostile_block_count_is_a_format_error_not_a_crash(tmp_path: Path) -> None:
+    """devices.n_events past the events made occupancy(bin_ns=...) read past the table."""
+    t = tracecore.open(SOURCES["stepstats_sample"])
+    out = t.to_parquet(tmp_path / "pq")
+    meta = json.loads((out / META_FILE).read_text())
+    file_name = meta["tables"]["devices"]
+    devices = pq.read_table(out / file_name)
+    values = devices["n_events"].to_pylist()
+    values[0] += 10_000_000
+    pq.write_table(with_column(devices, "n_events", pa.array(values, pa.int64())), out / file_name)
+    size, crc = stored.file_crc32c(out / file_name)
+    meta["files"][file_name] = {"bytes": size, "crc32c": crc}
+    meta["checksum"] = _meta_checksum(meta)
+    (out / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(tracecore.TraceFormatError, match="table devices, column n_events: row 0"):
+        tracecore.open(out).occupancy(bin_ns=1_000_000)
 
 
 @pytest.mark.parametrize("name", ["stepstats_sample", "kineto"])

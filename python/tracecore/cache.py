@@ -55,8 +55,8 @@ from .stored import (
 from .trace import Trace
 
 MANIFEST = "manifest.json"
-# 2: files carry their CRC-32C.
-CACHE_LAYOUT_VERSION = 2
+# 2: files carry their CRC-32C. 3: events.step_id numbers StepStats and Kineto steps.
+CACHE_LAYOUT_VERSION = 3
 TEMP_PREFIX = ".tmp-"
 
 

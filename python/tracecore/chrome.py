@@ -112,6 +112,7 @@ def chrome_trace_events(
 ) -> Iterator[str]:
     """The trace-event JSON objects of :func:`to_chrome_trace`, one string per event, produced
     batch by batch from the tables (never all at once)."""
+    trace._ensure_core()  # a stored trace's tables are checked before they are read
     enc = encode_basestring_ascii
     processes = _Processes(trace)
     for pid, process_name in enumerate(processes.names):
@@ -178,19 +179,21 @@ def chrome_trace_events(
                 )
 
     if show_steps:
-        spans = trace.step_times()
+        from .steps import step_spans
+
+        spans = step_spans(trace)
         if spans.num_rows:
             yield from _process_metadata(steps_pid, "Steps")
             yield from _thread_metadata(steps_pid, 0, "steps")
-        for step, start, duration in zip(
+        for step, start, end in zip(
             spans["step"].to_pylist(),
             spans["start_ns"].to_pylist(),
-            spans["duration_ns"].to_pylist(),
+            spans["end_ns"].to_pylist(),
             strict=True,
         ):
             yield (
                 f'{{"ph":"X","cat":"Step","name":"step {step}","pid":{steps_pid},"tid":0,'
-                f'"ts":{_us(start)},"dur":{_us(duration)},"args":{{"step":{step}}}}}'
+                f'"ts":{_us(start)},"dur":{_us(end - start)},"args":{{"step":{step}}}}}'
             )
 
 

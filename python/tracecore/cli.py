@@ -140,11 +140,19 @@ def _members(ts: TraceSet) -> list[tuple[str, Trace]]:
 def _open(args: argparse.Namespace) -> Trace:
     """The trace the command line names; a log directory is a usage error that lists its
     profiles (export reads one trace)."""
+    given = _paths(args)
+    if len(given) > 1:  # a glob of several files: refused before any is read
+        shown_paths = [display_path(p) for p in given]
+        more = f" and {len(given) - 3} more" if len(given) > 3 else ""
+        raise UsageError(
+            f"{_count(len(given), 'file')} match ({', '.join(shown_paths[:3])}{more}); "
+            f"tracecore {args.command} reads one trace: give one"
+        )
     opened = _open_any(args)
     if isinstance(opened, TraceSet):
         paths = opened.traces["path"].to_pylist()
         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-        (named,) = _paths(args)  # export takes one FILE
+        (named,) = given  # export takes one FILE
         shown = display_path(named)
         what = ("a directory" if _plain_directory(named) else
                 "a log directory" if os.path.isdir(named) else "an event file")
@@ -600,30 +608,15 @@ _DIFF_BY = ("op", "node", "node_name", "device", "kind")
 _DERIVED = ("scope", "phase", "tower")
 
 
-def event_group_keys(trace: Trace, by: str) -> pa.Array:
-    """Per event of ``trace.events``, its ``scope`` (the first component of its normalised
-    node name, as ``Trace.scopes()``; "" for none), ``phase`` (forward, backward, optimizer,
-    other) or ``tower`` (``tower_N`` / ``replica_N``, as ``Trace.towers()``; null for none)."""
-    from . import names
-
-    events = trace.events
-    if by == "phase":
-        return events["phase"].cast(pa.string()).combine_chunks()
-    node = pc.fill_null(events["node_name"].cast(pa.string()), "").combine_chunks()
-    norm = names._normalize(node)
-    if by == "scope":
-        return names._first_components(norm, 1)
-    match = pc.extract_regex(norm, names._TOWER_RE)
-    # A struct's field ignores the struct's nulls: a name without a tower is null here.
-    return pc.if_else(pc.is_valid(match), match.field("t"), pa.scalar(None, pa.string()))
-
-
 def derived_op_stats(trace: Trace, by: str) -> pa.Table:
     """``top --by scope|phase|tower`` of one trace: every event grouped by
-    :func:`event_group_keys` (events without a tower are in no row), with ``op_stats``'
-    columns key, n_events, total_ns, mean_ns, max_ns, busy_ns (union of the group's
-    intervals) and share (busy / the trace's span). Sorted by total_ns descending, then key."""
-    keys = event_group_keys(trace, by)
+    :func:`tracecore.names.event_group_keys` (events without a tower are in no row), with
+    ``op_stats``' columns key, n_events, total_ns, mean_ns, max_ns, busy_ns (union of the
+    group's intervals) and share (busy / the trace's span). Sorted by total_ns descending,
+    then key."""
+    from .names import event_group_keys
+
+    keys = event_group_keys(trace.events, by)
     encoded = pc.dictionary_encode(keys)
     distinct = encoded.dictionary.cast(pa.string())
     group = to_numpy(encoded.indices, -1).astype(np.int64)
@@ -651,6 +644,7 @@ def xspace_top_lines(trace: Trace) -> tuple[str, list[int]]:
 
 def events_on_lines(trace: Trace, rows: list[int]) -> pa.Table:
     """The events of the devices rows ``rows`` (XSpace lines)."""
+    trace._ensure_core()  # a stored trace's tables are checked before they are read
     events = trace.table("events")
     device_index = to_numpy(events["device_index"]).astype(np.int64)
     chosen = np.zeros(trace.devices.num_rows, dtype=bool)

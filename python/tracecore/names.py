@@ -473,6 +473,24 @@ def add_event_columns(events: pa.Table, devices: pa.Table) -> pa.Table:
     return add_name_columns(events).append_column("device_kind", kinds)
 
 
+def event_group_keys(events: pa.Table, by: str) -> pa.Array:
+    """Per row of ``events`` (``Trace.events``), its ``scope`` (the first component of its
+    normalised node name, as ``Trace.scopes()``; "" for none), ``phase`` (forward, backward,
+    optimizer, other) or ``tower`` (``tower_N`` / ``replica_N``, as ``Trace.towers()``; null for
+    none): the keys of ``tracecore top --by scope|phase|tower``."""
+    if by == "phase":
+        return events["phase"].cast(pa.string()).combine_chunks()
+    node = pc.fill_null(events["node_name"].cast(pa.string()), "").combine_chunks()
+    norm = _normalize(node)
+    if by == "scope":
+        return _first_components(norm, 1)
+    if by != "tower":
+        raise ValueError(f"by must be 'scope', 'phase' or 'tower', not {by!r}")
+    match = pc.extract_regex(norm, _TOWER_RE)
+    # A struct's field ignores the struct's nulls: a name without a tower is null here.
+    return pc.if_else(pc.is_valid(match), match.field("t"), pa.scalar(None, pa.string()))
+
+
 def names_table(names: Iterable[str] | pa.Array) -> pa.Table:
     """``name`` plus the derived ``scope``, ``forward_scope`` and ``phase`` for node names."""
     arr = pa.array(list(names) if not isinstance(names, pa.Array) else names, pa.string())

@@ -29,6 +29,7 @@ are ``(pid + 1) << 32 | (tid + 1)`` (``tid + 1`` = 0: the process track itself).
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,13 +76,15 @@ def to_perfetto(
             values = _int64(timeline["bytes_in_use"])
     steps = starts = ends = np.zeros(0, np.int64)
     if show_steps:
-        spans = trace.step_times()
+        from .steps import step_spans
+
+        spans = step_spans(trace)
         if spans.num_rows:
             steps = _int64(spans["step"])
             starts = _int64(spans["start_ns"])
             ends = _int64(spans["end_ns"])
     core = trace._ensure_core()
-    tmp = out.with_name(f".{out.name}.tmp")
+    tmp = out.with_name(f".{out.name}.{secrets.token_hex(8)}.tmp")
     try:
         with naming(out):
             _core.write_perfetto(

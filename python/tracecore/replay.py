@@ -156,6 +156,7 @@ def replay(
             f"allocator must be a str or None, not {type(allocator).__name__} {allocator!r}"
         )
     snapshot = baseline == "snapshot"
+    native = core()  # first: a stored trace's tables are checked before they are read
     events: np.ndarray | None = None
     records: np.ndarray | None = None
     if step is not None:
@@ -170,7 +171,6 @@ def replay(
             raise KeyError(f"no allocator {allocator!r} in the {source}; allocators: {known}")
     if source == "in_use":
         return MemoryReplay(trace, source, replay_in_use(trace, allocator, events, records))
-    native = core()
     if source == "tensors":
         return MemoryReplay(
             trace, source, _core.replay(native, source, allocator, snapshot, True, events)

@@ -46,14 +46,27 @@ def has_steps(trace: Trace) -> bool:
     return bool(len(steps) > steps.null_count)
 
 
-def step_times(trace: Trace) -> pa.Table:
+def step_spans(trace: Trace) -> pa.Table:
+    """``step, start_ns, end_ns`` of every step (:func:`step_times` without the duration, which
+    may not fit int64: what the exports draw)."""
+    return step_times(trace, durations=False)
+
+
+def step_times(trace: Trace, *, durations: bool = True) -> pa.Table:
     """``step, start_ns, end_ns, duration_ns``: one row per step, by step. A step spans from
     the earliest start to the latest end of its events (an event ending before it starts
     counts as ending at its start). Events without a step are left out; when no event has
-    one, the trace is one step 0 spanning every event. No events: no rows."""
+    one, the trace is one step 0 spanning every event. No events: no rows.
+
+    Raises:
+        OverflowError: a step's duration does not fit int64 (its events span more than
+            2^63 - 1 ns), naming the step.
+    """
+    trace._ensure_core()  # a stored trace's tables are checked before they are read
     events = _events(trace)
+    schema = STEP_TIMES_SCHEMA if durations else STEP_TIMES_SCHEMA.remove(3)
     if events.num_rows == 0:
-        return STEP_TIMES_SCHEMA.empty_table()
+        return schema.empty_table()
     start = events["start_ns"]
     end = pc.max_element_wise(events["end_ns"], start)
     if not has_steps(trace):
@@ -67,12 +80,23 @@ def step_times(trace: Trace) -> pa.Table:
         .aggregate([("start_ns", "min"), ("end_ns", "max")])
         .sort_by("step")
     )
+    step_column = grouped["step"].cast(pa.int64())
     first = grouped["start_ns_min"].cast(pa.int64())
     last = grouped["end_ns_max"].cast(pa.int64())
-    return pa.table(
-        [grouped["step"].cast(pa.int64()), first, last, pc.subtract_checked(last, first)],
-        schema=STEP_TIMES_SCHEMA,
-    )
+    if not durations:
+        return pa.table([step_column, first, last], schema=schema)
+    try:
+        duration = pc.subtract_checked(last, first)
+    except pa.ArrowInvalid:
+        for step, lo, hi in zip(
+            step_column.to_pylist(), first.to_pylist(), last.to_pylist(), strict=True
+        ):
+            if hi - lo > 2**63 - 1:
+                raise OverflowError(
+                    f"step {step}: duration_ns (end_ns {hi} - start_ns {lo}) overflows int64"
+                ) from None
+        raise
+    return pa.table([step_column, first, last, duration], schema=schema)
 
 
 def check_step(step: object) -> int:
@@ -84,6 +108,7 @@ def check_step(step: object) -> int:
 def event_mask(trace: Trace, step: int) -> np.ndarray | None:
     """One byte per event, 1 for the events of ``step``; None when the trace has no step
     information and ``step`` is 0 (every event). Raises KeyError for a step the trace lacks."""
+    trace._ensure_core()
     events = _events(trace)
     if not has_steps(trace):
         if step != 0:
@@ -103,6 +128,7 @@ def record_steps(trace: Trace) -> np.ndarray:
     """The step of every allocation record (-1 for none): its own ``step_id`` (XSpace), else
     its event's, else (a record of no event: a timeline.py Memory counter) the first step whose
     span holds its time."""
+    trace._ensure_core()
     records = trace.alloc_records
     n = records.num_rows
     out = np.full(n, -1, dtype=np.int64)
@@ -119,7 +145,7 @@ def record_steps(trace: Trace) -> np.ndarray:
     out[todo] = event_steps[event_ids[todo]]
     orphan = np.flatnonzero((out < 0) & (event_ids < 0))
     if len(orphan):
-        spans = step_times(trace)
+        spans = step_spans(trace)
         times = np.asarray(records["time_ns"].to_numpy(zero_copy_only=False), dtype=np.int64)
         for step, lo, hi in zip(
             spans["step"].to_pylist(), spans["start_ns"].to_pylist(), spans["end_ns"].to_pylist(),

@@ -131,7 +131,11 @@ class Trace(TableAttributes):
         with_names = None
         if events is not None:
             derived = [c for c in EVENTS_DERIVED_COLUMNS if c in events.column_names]
-            if len(derived) == len(EVENTS_DERIVED_COLUMNS):
+            # Served as stored only when they are what Trace.events makes (else made again).
+            kind = pa.dictionary(pa.int32(), pa.string())
+            if events.column_names[-len(EVENTS_DERIVED_COLUMNS):] == list(
+                EVENTS_DERIVED_COLUMNS
+            ) and all(events.schema.field(c).type == kind for c in EVENTS_DERIVED_COLUMNS):
                 with_names = events
             raw["events"] = events.drop_columns(derived)
         recorded = dict(meta)
@@ -180,6 +184,7 @@ class Trace(TableAttributes):
         if self._events_with_names is None:
             from .names import add_event_columns
 
+            self._ensure_core()  # a stored trace's tables are checked before they are read
             raw = self.table("events")
             self._events_with_names = add_event_columns(raw, self.table("devices"))
         return self._events_with_names
@@ -416,6 +421,7 @@ class Trace(TableAttributes):
         if by == "kind":
             from .optime import kind_stats
 
+            self._ensure_core()  # a stored trace's tables are checked before they are read
             return kind_stats(self.table("events"), self.table("devices"))
         stats = table_from_capsules(_core.op_stats(self._ensure_core(), by))
         if by == "device":

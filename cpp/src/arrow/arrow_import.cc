@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "sink/trace_semantics.h"
 #include "tables/table_views.h"
 
 namespace tracecore {
@@ -389,13 +390,48 @@ void CheckReferences(TraceTables& t) {
                                                 std::to_string(t.events.event_id[i]));
     }
   }
+  // The queries take the events of block d as the n_events[d] rows after those of the blocks
+  // before it: every block's count is its own events', in order, and they cover the table.
+  uint64_t row = 0;
+  for (size_t d = 0; d < t.devices.size(); ++d) {
+    const int64_t n = t.devices.n_events[d];
+    if (n < 0 || static_cast<uint64_t>(n) > t.events.size() - row) {
+      Fail("table devices, column n_events",
+           "row " + std::to_string(d) + " holds " + std::to_string(n) + ", but " +
+               std::to_string(t.events.size() - row) + " events are left for it and the blocks after it");
+    }
+    for (uint64_t end = row + static_cast<uint64_t>(n); row < end; ++row) {
+      if (t.events.device_index[row] != static_cast<int32_t>(d)) {
+        Fail("table events, column device_index",
+             "row " + std::to_string(row) + " holds " + std::to_string(t.events.device_index[row]) +
+                 ", but devices.n_events puts it in block " + std::to_string(d));
+      }
+    }
+  }
+  if (row != t.events.size()) {
+    Fail("table devices, column n_events", "the blocks hold " + std::to_string(row) + " of " +
+                                               std::to_string(t.events.size()) + " events");
+  }
+  // A link's events (nullable references to events).
+  const auto check_link_events = [&](const Column<int64_t>& ids, const Column<uint8_t>& valid,
+                                     const char* column) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!valid.empty() && valid[i] == 0) continue;
+      if (ids[i] < 0 || ids[i] >= events) {
+        Fail(std::string("table links, column ") + column,
+             "row " + std::to_string(i) + " refers to " + std::to_string(ids[i]) + ", which is not a row");
+      }
+    }
+  };
+  check_link_events(t.links.from_event_id, t.links.from_event_id_valid, "from_event_id");
+  check_link_events(t.links.to_event_id, t.links.to_event_id_valid, "to_event_id");
   t.graph_count = static_cast<int32_t>(max_graph + 1);
 }
 
 }  // namespace
 
 TraceKind TraceKindFromName(const std::string& name) {
-  for (int k = 0; k <= static_cast<int>(TraceKind::kKineto); ++k) {
+  for (int k = 1; k <= static_cast<int>(TraceKind::kKineto); ++k) {  // not kUnknown ("")
     if (name == TraceKindName(static_cast<TraceKind>(k))) return static_cast<TraceKind>(k);
   }
   throw TraceFormatError("trace kind '" + name + "' is not one tracecore knows");
@@ -410,6 +446,15 @@ Encoding EncodingFromName(const std::string& name) {
 
 std::shared_ptr<TraceTables> ImportTables(const std::vector<ArrowTableInput>& inputs,
                                           TraceKind kind, Encoding format) {
+  const bool stepstats = kind == TraceKind::kStepStats || kind == TraceKind::kRunMetadata;
+  const bool chrome = kind == TraceKind::kChromeTrace || kind == TraceKind::kKineto;
+  const bool fits = stepstats ? format == Encoding::kText || format == Encoding::kBinary
+                    : chrome  ? format == Encoding::kJson
+                              : format == Encoding::kXSpace;
+  if (!fits) {
+    throw TraceFormatError(std::string("a ") + TraceKindName(kind) + " trace is not read from " +
+                           EncodingName(format) + " input");
+  }
   auto t = std::make_shared<TraceTables>();
   t->kind = kind;
   t->format = format;
@@ -420,7 +465,11 @@ std::shared_ptr<TraceTables> ImportTables(const std::vector<ArrowTableInput>& in
       if (found) return;
       found = true;
       if (table.size() != 0) Fail("table " + input.name, "given twice");
-      ImportTable(input, table, t->pool);
+      try {
+        ImportTable(input, table, t->pool);
+      } catch (const std::length_error& e) {  // the pool's or a string column's 2 GiB
+        Fail("table " + input.name, std::string("too large: ") + e.what());
+      }
     });
     if (!found) Fail("table " + input.name, "not a table tracecore knows");
   }
@@ -432,6 +481,8 @@ std::shared_ptr<TraceTables> ImportTables(const std::vector<ArrowTableInput>& in
     t->devices.kind_code.push_back(static_cast<uint8_t>(DeviceKindFromName(name, "table devices, column kind")));
   }
   CheckReferences(*t);
+  // Tables stored before StepStats steps were numbered: number them as the parse does.
+  if (stepstats) AssignStepStatsSteps(*t);
   return t;
 }
 
