@@ -138,10 +138,14 @@ def test_xspace_memory(xspace, source: str, shown: str) -> None:
     assert fig.get_suptitle().startswith("tf_keras_mlp_fit.xplane.pb: ")
 
 
-def test_xspace_has_no_tensor_model(xspace) -> None:
+def test_xspace_memory_defaults_to_the_reported_level(xspace) -> None:
+    """As ``tracecore memory`` prints for an XSpace (an XSpace has no tensor model)."""
     assert xspace.replay(source="tensors").allocators == []
-    fig = drawn(xspace.plot.memory())  # records and tensors: only records draw
-    assert [t.get_gid() for t in fig.axes[0].texts] == ["peak records"]
+    fig = drawn(xspace.plot.memory())
+    assert [t.get_gid() for t in fig.axes[0].texts] == ["peak in_use"]
+    assert fig.legends[0].get_texts()[0].get_text() == "level the allocator reported"
+    records = drawn(xspace.plot.memory(source="records"))
+    assert [t.get_gid() for t in records.axes[0].texts] == ["peak records"]
 
 
 def test_multi_step_overlay(multi) -> None:

@@ -166,12 +166,15 @@ def _step_series(table: pa.Table, allocator: str, t0_ns: int) -> tuple[np.ndarra
 
 
 def _replays(trace: Trace, source: str | None) -> dict[str, MemoryReplay]:
-    """The replays a memory figure draws: ``source`` alone, or records and tensors."""
+    """The replays a memory figure draws: ``source`` alone, else for an XSpace the level the
+    allocator reported (what ``tracecore memory`` prints), for others records and tensors."""
     if source is not None:
         if source not in _SOURCES:
             raise ValueError(f"source must be one of {', '.join(map(repr, _SOURCES))}, "
                              f"not {source!r}")
         return {source: trace.replay(source=source)}
+    if trace.kind == "XSpace":
+        return {"in_use": trace.replay(source="in_use")}
     return {s: trace.replay(source=s) for s in ("records", "tensors")}
 
 
@@ -181,8 +184,9 @@ def memory_figure(
     """One panel per allocator: bytes in use over time, each panel in its own unit, with each
     curve's peak marked and labelled with its size and time. ``source=None`` draws the
     allocation-record replay (solid) and TensorFlow timeline.py's tensor-lifetime model
-    (dashed); ``"records"``, ``"tensors"`` or ``"in_use"`` (the level the allocator reported,
-    XSpace's memory profile) draws that replay alone. ``allocator`` limits the figure to one
+    (dashed), or for an XSpace the level the allocator reported (``"in_use"``, XProf's memory
+    profile, as ``tracecore memory`` prints it); ``"records"``, ``"tensors"`` or ``"in_use"``
+    draws that replay alone. ``allocator`` limits the figure to one
     allocator (a ``KeyError`` names the allocators the trace has)."""
     replays = _replays(trace, source)
     allocators = sorted({a for r in replays.values() for a in r.allocators})
@@ -223,9 +227,12 @@ def memory_figure(
                 ax.plot([px], [py], "o", color=color, markersize=3)
                 ax.annotate(
                     f"peak {size_text(peak['peak_bytes'])} at {_ms(peak['peak_time_ns'] - t0)} ms",
-                    xy=(px, py), xytext=(-4 if px > mid_ms else 4, -10 - 10 * i),
-                    textcoords="offset points", ha="right" if px > mid_ms else "left",
-                    fontsize=7, color=color, gid=f"peak {source_name}",
+                    # In the top corner away from the peak, one line per curve in its colour.
+                    xy=(px, py), xytext=(0.01 if px > mid_ms else 0.99, 0.9 - 0.14 * i),
+                    textcoords="axes fraction", ha="left" if px > mid_ms else "right",
+                    va="top", fontsize=7, color=color, gid=f"peak {source_name}",
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.8,
+                          "linewidth": 0},
                 )
         ax.set_title(name or "(no allocator)", fontsize=9, loc="left")
         ax.set_ylabel(f"memory ({unit})", fontsize=8)
@@ -247,7 +254,7 @@ def memory_figure(
 def plot_memory(
     trace: Trace, path: str | os.PathLike[str], *, allocator: str | None = None
 ) -> Path:
-    """Writes :func:`memory_figure` (records and tensor model) to ``path`` (format from its
+    """Writes :func:`memory_figure` (its default sources) to ``path`` (format from its
     suffix, PNG usually) and returns the path."""
     out = Path(path)
     memory_figure(trace, allocator=allocator).savefig(out)
