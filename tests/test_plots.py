@@ -239,3 +239,14 @@ def test_figures_are_not_saved_and_plot_memory_saves(sample, tmp_path: Path) -> 
     out = plots.plot_memory(sample, tmp_path / "m.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert list(tmp_path.iterdir()) == [out]
+
+
+def test_missing_matplotlib_says_how_to_install(sample, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises
+    for draw in (sample.plot.memory, sample.plot.occupancy, sample.plot.timeline):
+        with pytest.raises(ImportError, match=r"pip install 'tracecore\[plot\]'"):
+            draw()
