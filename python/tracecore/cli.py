@@ -49,6 +49,7 @@ from .logdir import event_files_below
 from .opening import is_parquet_export, open_trace, sample_path
 from .parquet import PARQUET_CODECS, parquet_files
 from .parsing import FORMATS
+from .plots import size_text as _size
 from .profiles import find_profiles
 from .toplevel import open
 from .trace import Trace
@@ -179,18 +180,6 @@ def _ms(ns: float) -> str:
 
 def _mb(n_bytes: float) -> str:
     return f"{n_bytes / _MB:.2f}"
-
-
-def _size(n_bytes: float) -> str:
-    """A byte count for people: 136 B, 3.2 kB, 66.36 MB, 1.20 GB."""
-    n = abs(n_bytes)
-    if n < 1e3:
-        return f"{n_bytes:.0f} B"
-    if n < 1e6:
-        return f"{n_bytes / 1e3:.1f} kB"
-    if n < 1e9:
-        return f"{n_bytes / 1e6:.2f} MB"
-    return f"{n_bytes / 1e9:.2f} GB"
 
 
 def _count(n: int, noun: str) -> str:

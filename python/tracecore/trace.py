@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,9 @@ from ._arrow import array, table_from_capsules
 from .checks import check_bin_ns, check_budget, check_flag, check_ns
 from .replay import MemoryReplay, replay
 from .traceinfo import SourceFile, TraceInfo
+
+if TYPE_CHECKING:
+    from .plots import TracePlots
 
 
 class TableAttributes:
@@ -432,6 +435,15 @@ class Trace(TableAttributes):
         times = dict(zip(once["key"].to_pylist(), once["time_ns"].to_pylist(), strict=True))
         column = np.array([times.get(k, 0) for k in stats["key"].to_pylist()], dtype=np.int64)
         return stats.append_column("time_ns", array(column))
+
+    @property
+    def plot(self) -> TracePlots:
+        """The trace's figures: ``t.plot.memory()``, ``t.plot.occupancy()``,
+        ``t.plot.timeline(start_ns, end_ns)``, each a new matplotlib Figure
+        (:class:`tracecore.plots.TracePlots`; ``pip install 'tracecore[plot]'``)."""
+        from .plots import TracePlots
+
+        return TracePlots(self)
 
     # -- metadata --------------------------------------------------------------------------
     @property
