@@ -190,6 +190,32 @@ def with_column(table: pa.Table, column: str, values: Any) -> pa.Table:
     return table.set_column(i, column, values if isinstance(values, pa.Array) else pa.array(values))
 
 
+def rewrite_stored_table(out: Path, name: str, change: Callable[[pa.Table], pa.Table]) -> None:
+    """Rewrites table ``name`` of the Parquet export ``out`` as ``change`` makes it, with the
+    file's size and CRC-32C and the metadata checksum recomputed: a hand-made export that
+    passes every checksum."""
+    meta = json.loads((out / META_FILE).read_text())
+    file_name = meta["tables"][name]
+    pq.write_table(change(pq.read_table(out / file_name)), out / file_name)
+    size, crc = stored.file_crc32c(out / file_name)
+    meta["files"][file_name] = {"bytes": size, "crc32c": crc}
+    meta["checksum"] = _meta_checksum(meta)
+    (out / META_FILE).write_text(json.dumps(meta))
+
+
+def with_value(
+    column: str, row: int, value: Callable[[Any], Any], type_: pa.DataType
+) -> Callable[[pa.Table], pa.Table]:
+    """A change setting ``column[row]`` to ``value(old)``."""
+
+    def change(table: pa.Table) -> pa.Table:
+        values = table[column].to_pylist()
+        values[row] = value(values[row])
+        return with_column(table, column, pa.array(values, type_))
+
+    return change
+
+
 def test_core_from_tables_answers_as_the_parse() -> None:
     tables, meta = stored_tables()
     core = stored.core_from_tables(tables, meta)
@@ -342,16 +368,8 @@ def test_a_hostile_parquet_export_with_good_checksums_is_a_format_error(tmp_path
     what is wrong instead of indexing past a table."""
     t = tracecore.open(SOURCES["stepstats_sample"])
     out = t.to_parquet(tmp_path / "pq")
-    meta = json.loads((out / META_FILE).read_text())
-    file_name = meta["tables"]["tensors"]
-    tensors = pq.read_table(out / file_name)
-    values = tensors["event_id"].to_pylist()
-    values[0] = t.events.num_rows + 5
-    pq.write_table(with_column(tensors, "event_id", pa.array(values, pa.int64())), out / file_name)
-    size, crc = stored.file_crc32c(out / file_name)
-    meta["files"][file_name] = {"bytes": size, "crc32c": crc}
-    meta["checksum"] = _meta_checksum(meta)
-    (out / META_FILE).write_text(json.dumps(meta))
+    bad = t.events.num_rows + 5
+    rewrite_stored_table(out, "tensors", with_value("event_id", 0, lambda _: bad, pa.int64()))
     back = tracecore.open(out)
     assert back.tensors["event_id"][0].as_py() == t.events.num_rows + 5  # tables are as stored
     with pytest.raises(tracecore.TraceFormatError, match=r"table tensors, column event_id: row 0"):
@@ -406,17 +424,9 @@ def test_python_paths_check_a_hostile_export_before_reading_it(tmp_path: Path) -
     first."""
     t = tracecore.open(SOURCES["stepstats_sample"])
     out = t.to_parquet(tmp_path / "pq")
-    meta = json.loads((out / META_FILE).read_text())
-    file_name = meta["tables"]["events"]
-    events = pq.read_table(out / file_name)
-    values = events["device_index"].to_pylist()
-    values[0] = 99
-    events = with_column(events, "device_index", pa.array(values, pa.int32()))
-    pq.write_table(events.drop_columns(["forward_scope", "phase", "device_kind"]), out / file_name)
-    size, crc = stored.file_crc32c(out / file_name)
-    meta["files"][file_name] = {"bytes": size, "crc32c": crc}
-    meta["checksum"] = _meta_checksum(meta)
-    (out / META_FILE).write_text(json.dumps(meta))
+    derived = ["forward_scope", "phase", "device_kind"]
+    change = with_value("device_index", 0, lambda _: 99, pa.int32())
+    rewrite_stored_table(out, "events", lambda e: change(e).drop_columns(derived))
     message = "table events, column device_index: row 0 refers to 99"
     queries: list[Callable[[tracecore.Trace], object]] = [
         lambda u: u.op_stats(by="kind"),
@@ -436,16 +446,9 @@ def test_a_hostile_block_count_is_a_format_error_not_a_crash(tmp_path: Path) -> 
     """devices.n_events past the events made occupancy(bin_ns=...) read past the table."""
     t = tracecore.open(SOURCES["stepstats_sample"])
     out = t.to_parquet(tmp_path / "pq")
-    meta = json.loads((out / META_FILE).read_text())
-    file_name = meta["tables"]["devices"]
-    devices = pq.read_table(out / file_name)
-    values = devices["n_events"].to_pylist()
-    values[0] += 10_000_000
-    pq.write_table(with_column(devices, "n_events", pa.array(values, pa.int64())), out / file_name)
-    size, crc = stored.file_crc32c(out / file_name)
-    meta["files"][file_name] = {"bytes": size, "crc32c": crc}
-    meta["checksum"] = _meta_checksum(meta)
-    (out / META_FILE).write_text(json.dumps(meta))
+    rewrite_stored_table(
+        out, "devices", with_value("n_events", 0, lambda n: n + 10_000_000, pa.int64())
+    )
     with pytest.raises(tracecore.TraceFormatError, match="table devices, column n_events: row 0"):
         tracecore.open(out).occupancy(bin_ns=1_000_000)
 
