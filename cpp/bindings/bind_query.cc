@@ -36,6 +36,36 @@ const int64_t* Column(const Int64s& a, size_t n, const char* what) {
   return a.data();
 }
 
+// The counter series both trace exports take, from the arrays Python hands over.
+trace_export::CounterSeries CounterArrays(const std::string& group, std::vector<std::string> names,
+                                          const Int32s& series, const Int64s& time_ns,
+                                          const Int64s& value) {
+  if (series.ndim() != 1) throw py::value_error("series must be one-dimensional");
+  trace_export::CounterSeries counters;
+  counters.group = group;
+  counters.names = std::move(names);
+  counters.size = static_cast<size_t>(series.shape(0));
+  counters.series = series.data();
+  counters.time_ns = Column(time_ns, counters.size, "time_ns");
+  counters.value = Column(value, counters.size, "value");
+  return counters;
+}
+
+// The step columns both trace exports take: the step number and two columns of as many rows.
+struct StepArrays {
+  const int64_t* step;
+  const int64_t* first;
+  const int64_t* second;
+  size_t size;
+};
+
+StepArrays StepColumns(const Int64s& step, const Int64s& first, const char* first_name,
+                       const Int64s& second, const char* second_name) {
+  if (step.ndim() != 1) throw py::value_error("step must be one-dimensional");
+  const size_t n = static_cast<size_t>(step.shape(0));
+  return {step.data(), Column(first, n, first_name), Column(second, n, second_name), n};
+}
+
 // Exports a query result; the capsules own both the result and the trace whose pool it indexes.
 template <class Result>
 py::tuple Export(const PyTrace& trace, Result&& result) {
@@ -194,20 +224,10 @@ void RegisterQueries(py::module_& m) {
          std::vector<std::string> counter_names, const Int32s& series, const Int64s& time_ns,
          const Int64s& value, const Int64s& step, const Int64s& step_start,
          const Int64s& step_end) {
-        if (series.ndim() != 1) throw py::value_error("series must be one-dimensional");
-        perfetto::CounterSeries counters;
-        counters.group = counter_group;
-        counters.names = std::move(counter_names);
-        counters.size = static_cast<size_t>(series.shape(0));
-        counters.series = series.data();
-        counters.time_ns = Column(time_ns, counters.size, "time_ns");
-        counters.value = Column(value, counters.size, "value");
-        if (step.ndim() != 1) throw py::value_error("step must be one-dimensional");
-        perfetto::StepSpans steps;
-        steps.size = static_cast<size_t>(step.shape(0));
-        steps.step = step.data();
-        steps.start_ns = Column(step_start, steps.size, "step_start");
-        steps.end_ns = Column(step_end, steps.size, "step_end");
+        const perfetto::CounterSeries counters =
+            CounterArrays(counter_group, std::move(counter_names), series, time_ns, value);
+        const StepArrays a = StepColumns(step, step_start, "step_start", step_end, "step_end");
+        const perfetto::StepSpans steps{a.step, a.first, a.second, a.size};
         perfetto::WriteStats s;
         {
           py::gil_scoped_release release;
@@ -233,20 +253,11 @@ void RegisterQueries(py::module_& m) {
          std::vector<std::string> counter_names, const Int32s& series, const Int64s& time_ns,
          const Int64s& value, const Int64s& step, const Int64s& step_start,
          const Int64s& step_duration) {
-        if (series.ndim() != 1) throw py::value_error("series must be one-dimensional");
-        chrome::Counters counters;
-        counters.group = counter_group;
-        counters.names = std::move(counter_names);
-        counters.size = static_cast<size_t>(series.shape(0));
-        counters.series = series.data();
-        counters.time_ns = Column(time_ns, counters.size, "time_ns");
-        counters.value = Column(value, counters.size, "value");
-        if (step.ndim() != 1) throw py::value_error("step must be one-dimensional");
-        chrome::Steps steps;
-        steps.size = static_cast<size_t>(step.shape(0));
-        steps.step = step.data();
-        steps.start_ns = Column(step_start, steps.size, "step_start");
-        steps.duration_ns = Column(step_duration, steps.size, "step_duration");
+        const chrome::Counters counters =
+            CounterArrays(counter_group, std::move(counter_names), series, time_ns, value);
+        const StepArrays a =
+            StepColumns(step, step_start, "step_start", step_duration, "step_duration");
+        const chrome::Steps steps{a.step, a.first, a.second, a.size};
         chrome::WriteStats s;
         if (py::isinstance<py::str>(out)) {
           const std::string path = out.cast<std::string>();

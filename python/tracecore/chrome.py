@@ -11,12 +11,9 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from . import _core
 from .outputs import checked_output_file, naming
+from .perfetto import COUNTER_GROUP, memory_series, step_columns
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -265,36 +262,13 @@ def to_chrome_trace(
     return out
 
 
-def _int64(column: Any) -> np.ndarray:
-    return np.ascontiguousarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
 def _native_inputs(trace: Trace, show_memory: bool, show_steps: bool) -> tuple[Any, ...]:
     """The arguments of ``_core.write_chrome_trace`` after the trace and the output: the
     allocator series of the record replay and the step spans, as :func:`chrome_trace_events`
     reads them."""
-    names: list[str] = []
-    series = np.zeros(0, np.int32)
-    times = values = np.zeros(0, np.int64)
-    if show_memory:
-        timeline = trace.replay(source="records").timeline
-        if timeline.num_rows:
-            allocators = pc.fill_null(
-                timeline["allocator"].cast(pa.string()).combine_chunks(), ""
-            )
-            encoded = pc.dictionary_encode(allocators)
-            names = [str(n) for n in encoded.dictionary.to_pylist()]
-            series = np.ascontiguousarray(encoded.indices.to_numpy(), dtype=np.int32)
-            times = _int64(timeline["time_ns"])
-            values = _int64(timeline["bytes_in_use"])
-    steps = starts = durations = np.zeros(0, np.int64)
-    if show_steps:
-        spans = trace.step_times()
-        if spans.num_rows:
-            steps = _int64(spans["step"])
-            starts = _int64(spans["start_ns"])
-            durations = _int64(spans["duration_ns"])
-    return ("Allocators", names, series, times, values, steps, starts, durations)
+    memory = memory_series(trace, enabled=show_memory)
+    steps = step_columns(trace, "start_ns", "duration_ns", enabled=show_steps)
+    return (COUNTER_GROUP, *memory, *steps)
 
 
 def _write_json_events(stream: IO[bytes], events: Iterator[str], chunk: int = 4096) -> None:

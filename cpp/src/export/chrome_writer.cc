@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string_view>
 #include <utility>
 
 #include "core/error.h"
+#include "query/timeline_label.h"
 
 namespace tracecore::chrome {
 
@@ -110,38 +110,23 @@ void AppendQuoted(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-// The inputs of a timeline label "name = Op(in0, in1)" as TensorFlow timeline.py's
-// _parse_op_label regex `(.*) = (.*)\((.*)\)` finds them with re.match: within the first line,
-// the text between the last '(' (after a " = ") and the last ')'. False: no match.
-bool LabelInputs(std::string_view label, std::string_view* inputs) {
-  const size_t nl = label.find('\n');
-  const std::string_view line = nl == std::string_view::npos ? label : label.substr(0, nl);
-  const size_t close = line.rfind(')');
-  if (close == std::string_view::npos || close == 0) return false;
-  const size_t open = line.rfind('(', close - 1);
-  if (open == std::string_view::npos || open < 3) return false;
-  // Some " = " must end at or before `open`.
-  if (line.substr(0, open).find(" = ") == std::string_view::npos) return false;
-  *inputs = line.substr(open + 1, close - open - 1);
-  return true;
-}
-
 class Writer {
  public:
-  Writer(const TraceTables& t, Sink& sink) : t_(t), sink_(sink) {
+  Writer(const TraceTables& t, Sink& sink) : t_(t), sink_(sink), layout_(t.devices) {
     buf_.reset(new char[kBuffer]);
+    quoted_at_.assign(t_.pool.size(), 0);
+    label_at_.assign(t_.pool.size(), 0);
   }
 
   WriteStats Run(const Counters* counters, const Steps* steps) {
     Put(std::string_view(
         "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"tracecore\"},"
         "\"traceEvents\":[\n"));
-    PlaceDevices();
-    for (size_t pid = 0; pid < process_names_.size(); ++pid) {
-      ProcessMetadata(pid, Quoted(process_names_[pid]));
+    for (size_t pid = 0; pid < layout_.process_names.size(); ++pid) {
+      ProcessMetadata(pid, Quoted(layout_.process_names[pid]));
     }
     Events();
-    const uint64_t memory_pid = process_names_.size();
+    const uint64_t memory_pid = layout_.process_names.size();
     if (counters != nullptr && counters->size > 0) CounterEvents(*counters, memory_pid);
     if (steps != nullptr && steps->size > 0) StepEvents(*steps, memory_pid + 1);
     Put(std::string_view("\n]}\n"));
@@ -152,14 +137,6 @@ class Writer {
 
  private:
   static constexpr size_t kBuffer = size_t{1} << 20;
-
-  struct Track {
-    uint64_t pid = 0;
-    bool has_line = false;
-    uint32_t line = 0;
-    std::vector<int64_t> lane_ends{0};  // timeline.py's _assign_lanes starts with one lane at 0
-    std::vector<int64_t> lane_tids{-1};
-  };
 
   // -- output ------------------------------------------------------------------------------
   void Flush() {
@@ -256,20 +233,11 @@ class Writer {
     if (at == 0) {
       const std::string_view label = t_.pool.Get(id);
       const size_t begin = labels_.size();
-      std::string_view inputs;
       if (label.empty()) {
-      } else if (LabelInputs(label, &inputs)) {
-        size_t i = 0;
-        while (!inputs.empty()) {
-          const size_t sep = inputs.find(", ");
-          const std::string_view one = inputs.substr(0, sep);
-          labels_.append(",\"input").append(std::to_string(i++)).append("\":");
-          AppendQuoted(labels_, one);
-          if (sep == std::string_view::npos) break;
-          inputs.remove_prefix(sep + 2);
-          if (inputs.empty()) {  // "a, " splits into "a" and ""
-            labels_.append(",\"input").append(std::to_string(i++)).append("\":\"\"");
-          }
+      } else if (ParseLabelInputs(label, &inputs_)) {
+        for (size_t i = 0; i < inputs_.size(); ++i) {
+          labels_.append(",\"input").append(std::to_string(i)).append("\":");
+          AppendQuoted(labels_, inputs_[i]);
         }
       } else {
         labels_.append(",\"label\":");
@@ -285,45 +253,6 @@ class Writer {
     }
     const uint64_t v = at & ~(uint64_t{1} << 63);
     return std::string_view(labels_.data() + (v >> 24), v & 0xFFFFFF);
-  }
-
-  // -- layout ------------------------------------------------------------------------------
-  void PlaceDevices() {
-    const auto& d = t_.devices;
-    std::map<uint32_t, uint64_t> pids;
-    std::map<std::pair<uint64_t, int64_t>, size_t> tracks;
-    track_of_.resize(d.size());
-    for (size_t i = 0; i < d.size(); ++i) {
-      auto [it, added] = pids.emplace(d.device[i], process_names_.size());
-      if (added) process_names_.push_back(d.device[i]);
-      const bool has_line = d.line_valid[i] != 0;
-      const int64_t line = has_line ? int64_t{d.line[i]} : -1;
-      auto [tt, new_track] = tracks.emplace(std::make_pair(it->second, line), tracks_.size());
-      if (new_track) {
-        Track track;
-        track.pid = it->second;
-        track.has_line = has_line;
-        track.line = has_line ? d.line[i] : 0;
-        tracks_.push_back(std::move(track));
-      }
-      track_of_[i] = tt->second;
-    }
-    next_tid_.assign(process_names_.size() + 2, 0);
-    quoted_at_.assign(t_.pool.size(), 0);
-    label_at_.assign(t_.pool.size(), 0);
-  }
-
-  static size_t AssignLane(Track& track, int64_t start, int64_t end) {
-    auto& ends = track.lane_ends;
-    for (size_t lane = 0; lane < ends.size(); ++lane) {
-      if (start > ends[lane]) {
-        ends[lane] = end;
-        return lane;
-      }
-    }
-    ends.push_back(end);
-    track.lane_tids.push_back(-1);
-    return ends.size() - 1;
   }
 
   void Metadata(uint64_t pid, uint64_t tid, std::string_view kind, std::string_view quoted,
@@ -361,11 +290,11 @@ class Writer {
     for (size_t i = 0; i < n; ++i) {
       const int64_t start = e.start_ns[i];
       const int64_t end = std::max(e.end_ns[i], start);
-      Track& track = tracks_[track_of_[static_cast<size_t>(e.device_index[i])]];
-      const size_t lane = AssignLane(track, start, end);
-      int64_t tid = track.lane_tids[lane];
-      if (tid < 0) {
-        tid = track.lane_tids[lane] = next_tid_[track.pid]++;
+      trace_export::LaneTrack& track = layout_.TrackOf(e.device_index[i]);
+      const size_t lane = track.AssignLane(start, end);
+      bool first;
+      const int64_t tid = layout_.Tid(track, lane, &first);
+      if (first) {
         if (track.has_line) {
           if (lane == 0) {
             ThreadMetadata(track.pid, static_cast<uint64_t>(tid), Quoted(track.line));
@@ -449,10 +378,8 @@ class Writer {
   uint64_t written_ = 0;
   bool first_event_ = true;
   WriteStats stats_;
-  std::vector<uint32_t> process_names_;
-  std::vector<Track> tracks_;
-  std::vector<size_t> track_of_;
-  std::vector<int64_t> next_tid_;
+  trace_export::DeviceLayout layout_;
+  std::vector<std::string_view> inputs_;
   std::vector<uint64_t> quoted_at_;  // per pool id: offset << 24 | length in arena_, 0 = not yet
   std::vector<uint64_t> label_at_;   // per pool id: in labels_, bit 63 set once computed
   std::string arena_, labels_, scratch_;

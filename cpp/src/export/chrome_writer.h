@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "export/device_layout.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore::chrome {
@@ -21,16 +22,7 @@ class Sink {
   virtual void Write(const char* data, size_t n) = 0;
 };
 
-// One counter series per name (the memory replay's bytes_in_use per allocator), series[i]
-// indexing names; rows written in the order given.
-struct Counters {
-  std::string group;  // the process holding the counters ("Allocators")
-  std::vector<std::string> names;
-  const int32_t* series = nullptr;
-  const int64_t* time_ns = nullptr;
-  const int64_t* value = nullptr;
-  size_t size = 0;
-};
+using Counters = trace_export::CounterSeries;
 
 // Step slices ("step N") on the "steps" thread of a "Steps" process.
 struct Steps {
