@@ -177,3 +177,31 @@ def test_engine_is_checked(tmp_path: Path) -> None:
     t = tracecore.open(tracecore.sample_path())
     with pytest.raises(ValueError, match="engine"):
         chrome.to_chrome_trace(t, tmp_path / "x.json", engine="rust")
+
+
+def test_native_writer_stream_error_removes_the_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error raised by the gzip stream's write() (called from C++) reaches the caller and
+    leaves neither the output nor the temporary file."""
+    t = tracecore.open(tracecore.sample_path())
+    calls = []
+
+    def full(self: gzip.GzipFile, data: bytes) -> int:
+        calls.append(len(data))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gzip.GzipFile, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        t.to_chrome_trace(tmp_path / "out.json.gz")
+    assert calls
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_native_writer_file_error_names_the_output(tmp_path: Path) -> None:
+    t = tracecore.open(tracecore.sample_path())
+    (tmp_path / "out.json").mkdir()  # a directory where the file should go
+    with pytest.raises(OSError) as e:
+        t.to_chrome_trace(tmp_path / "out.json")
+    assert "out.json" in str(e.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
