@@ -205,3 +205,12 @@ def test_native_writer_file_error_names_the_output(tmp_path: Path) -> None:
         t.to_chrome_trace(tmp_path / "out.json")
     assert "out.json" in str(e.value)
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_a_trace_read_back_from_parquet_writes_the_same_bytes(tmp_path: Path) -> None:
+    t = tracecore.open(DATA / "seed001_runmetadata.pbtxt")
+    stored = tracecore.open(t.to_parquet(tmp_path / "pq"))
+    native = stored.to_chrome_trace(tmp_path / "stored.json").read_bytes()
+    assert native == t.to_chrome_trace(tmp_path / "parsed.json").read_bytes()
+    python = chrome.to_chrome_trace(stored, tmp_path / "python.json", engine="python")
+    assert native == python.read_bytes()
