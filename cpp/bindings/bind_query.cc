@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "export/chrome_writer.h"
 #include "export/perfetto_writer.h"
 #include "query/group_stats.h"
 #include "query/queries.h"
@@ -33,6 +34,36 @@ const int64_t* Column(const Int64s& a, size_t n, const char* what) {
     throw py::value_error(std::string(what) + " must have one entry per row of start");
   }
   return a.data();
+}
+
+// The counter series both trace exports take, from the arrays Python hands over.
+trace_export::CounterSeries CounterArrays(const std::string& group, std::vector<std::string> names,
+                                          const Int32s& series, const Int64s& time_ns,
+                                          const Int64s& value) {
+  if (series.ndim() != 1) throw py::value_error("series must be one-dimensional");
+  trace_export::CounterSeries counters;
+  counters.group = group;
+  counters.names = std::move(names);
+  counters.size = static_cast<size_t>(series.shape(0));
+  counters.series = series.data();
+  counters.time_ns = Column(time_ns, counters.size, "time_ns");
+  counters.value = Column(value, counters.size, "value");
+  return counters;
+}
+
+// The step columns both trace exports take: the step number and two columns of as many rows.
+struct StepArrays {
+  const int64_t* step;
+  const int64_t* first;
+  const int64_t* second;
+  size_t size;
+};
+
+StepArrays StepColumns(const Int64s& step, const Int64s& first, const char* first_name,
+                       const Int64s& second, const char* second_name) {
+  if (step.ndim() != 1) throw py::value_error("step must be one-dimensional");
+  const size_t n = static_cast<size_t>(step.shape(0));
+  return {step.data(), Column(first, n, first_name), Column(second, n, second_name), n};
 }
 
 // Exports a query result; the capsules own both the result and the trace whose pool it indexes.
@@ -193,20 +224,10 @@ void RegisterQueries(py::module_& m) {
          std::vector<std::string> counter_names, const Int32s& series, const Int64s& time_ns,
          const Int64s& value, const Int64s& step, const Int64s& step_start,
          const Int64s& step_end) {
-        if (series.ndim() != 1) throw py::value_error("series must be one-dimensional");
-        perfetto::CounterSeries counters;
-        counters.group = counter_group;
-        counters.names = std::move(counter_names);
-        counters.size = static_cast<size_t>(series.shape(0));
-        counters.series = series.data();
-        counters.time_ns = Column(time_ns, counters.size, "time_ns");
-        counters.value = Column(value, counters.size, "value");
-        if (step.ndim() != 1) throw py::value_error("step must be one-dimensional");
-        perfetto::StepSpans steps;
-        steps.size = static_cast<size_t>(step.shape(0));
-        steps.step = step.data();
-        steps.start_ns = Column(step_start, steps.size, "step_start");
-        steps.end_ns = Column(step_end, steps.size, "step_end");
+        const perfetto::CounterSeries counters =
+            CounterArrays(counter_group, std::move(counter_names), series, time_ns, value);
+        const StepArrays a = StepColumns(step, step_start, "step_start", step_end, "step_end");
+        const perfetto::StepSpans steps{a.step, a.first, a.second, a.size};
         perfetto::WriteStats s;
         {
           py::gil_scoped_release release;
@@ -225,6 +246,51 @@ void RegisterQueries(py::module_& m) {
       py::arg("step_start"), py::arg("step_end"),
       "Writes the trace as Perfetto TracePackets to path: a slice per event, one counter "
       "track per counter name (series indexes counter_names), one slice per step.");
+
+  m.def(
+      "write_chrome_trace",
+      [](const PyTrace& trace, py::object out, const std::string& counter_group,
+         std::vector<std::string> counter_names, const Int32s& series, const Int64s& time_ns,
+         const Int64s& value, const Int64s& step, const Int64s& step_start,
+         const Int64s& step_duration) {
+        const chrome::Counters counters =
+            CounterArrays(counter_group, std::move(counter_names), series, time_ns, value);
+        const StepArrays a =
+            StepColumns(step, step_start, "step_start", step_duration, "step_duration");
+        const chrome::Steps steps{a.step, a.first, a.second, a.size};
+        chrome::WriteStats s;
+        if (py::isinstance<py::str>(out)) {
+          const std::string path = out.cast<std::string>();
+          py::gil_scoped_release release;
+          chrome::FileSink sink(path);
+          s = chrome::WriteChromeTrace(*trace.tables, sink, &counters, &steps);
+          sink.Close();
+        } else {
+          // A Python binary stream (a GzipFile): its write() called per chunk with the GIL.
+          struct StreamSink : chrome::Sink {
+            py::object write;
+            void Write(const char* data, size_t n) override {
+              py::gil_scoped_acquire acquire;
+              write(py::bytes(data, n));
+            }
+          } sink;
+          sink.write = out.attr("write");
+          {
+            py::gil_scoped_release release;
+            s = chrome::WriteChromeTrace(*trace.tables, sink, &counters, &steps);
+          }
+        }
+        py::dict result;
+        result["bytes"] = s.bytes;
+        result["events"] = s.events;
+        return result;
+      },
+      py::arg("trace"), py::arg("out"), py::arg("counter_group"), py::arg("counter_names"),
+      py::arg("series"), py::arg("time_ns"), py::arg("value"), py::arg("step"),
+      py::arg("step_start"), py::arg("step_duration"),
+      "Writes the trace as Chrome trace-event JSON to out (a path, or a binary stream's "
+      "write): the text of tracecore.chrome.chrome_trace_events, with one counter series per "
+      "counter name (series indexes counter_names) and one slice per step.");
 
   m.def(
       "group_stats",

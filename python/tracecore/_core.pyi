@@ -1,6 +1,6 @@
 """Type stubs for the native core (tracecore._core). Private: use the tracecore package."""
 
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +81,18 @@ def write_perfetto(
     step: npt.NDArray[np.int64],
     step_start: npt.NDArray[np.int64],
     step_end: npt.NDArray[np.int64],
+) -> dict[str, int]: ...
+def write_chrome_trace(
+    trace: Trace,
+    out: str | IO[bytes],
+    counter_group: str,
+    counter_names: list[str],
+    series: npt.NDArray[np.int32],
+    time_ns: npt.NDArray[np.int64],
+    value: npt.NDArray[np.int64],
+    step: npt.NDArray[np.int64],
+    step_start: npt.NDArray[np.int64],
+    step_duration: npt.NDArray[np.int64],
 ) -> dict[str, int]: ...
 def group_stats(
     start: npt.NDArray[np.int64],

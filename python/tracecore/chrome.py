@@ -6,12 +6,15 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import secrets
 from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
+from . import _core
 from .outputs import checked_output_file, naming
+from .perfetto import COUNTER_GROUP, memory_series, step_columns
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -203,6 +206,7 @@ def to_chrome_trace(
     *,
     show_memory: bool = True,
     show_steps: bool = True,
+    engine: str = "native",
 ) -> Path:
     """Writes a Chrome trace-event JSON file that Perfetto and chrome://tracing load.
 
@@ -216,10 +220,19 @@ def to_chrome_trace(
     ``show_memory``, one counter series (``"ph": "C"``) per allocator from the record replay, in
     an "Allocators" process; with ``show_steps``, one slice ``step N`` per row of
     :meth:`Trace.step_times` on the "steps" thread of a "Steps" process. Gzip-compressed when
-    the name ends in ``.gz``. Written streaming, in batches, to a temporary file renamed into
-    place at the end."""
+    the name ends in ``.gz``. Written streaming to a temporary file renamed into place at the
+    end.
+
+    ``engine="native"`` (the default) writes the events in C++ with the GIL released
+    (``_core.write_chrome_trace``; the memory series and the steps are computed here);
+    ``engine="python"`` runs :func:`chrome_trace_events`. Both write the same bytes (a ``.gz``
+    file: the same JSON once decompressed; the native engine hands its text to Python's
+    ``gzip`` module in chunks of 1 MiB)."""
+    if engine not in ("native", "python"):
+        raise ValueError(f"engine must be 'native' or 'python', not {engine!r}")
     out = checked_output_file(path)
-    tmp = out.with_name(f".{out.name}.tmp")
+    native = _native_inputs(trace, show_memory, show_steps) if engine == "native" else None
+    tmp = out.with_name(f".{out.name}.{secrets.token_hex(8)}.tmp")
     try:
         raw: IO[bytes]
         with naming(out):
@@ -229,10 +242,18 @@ def to_chrome_trace(
             if out.name.endswith(".gz"):
                 stream = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)  # type: ignore[assignment]
             try:
-                events = chrome_trace_events(
-                    trace, show_memory=show_memory, show_steps=show_steps
-                )
-                _write_json_events(stream, events)
+                if native is not None:
+                    if stream is raw:
+                        raw.close()  # the C++ writer opens the file itself
+                        with naming(out):
+                            _core.write_chrome_trace(trace._ensure_core(), str(tmp), *native)
+                    else:
+                        _core.write_chrome_trace(trace._ensure_core(), stream, *native)
+                else:
+                    events = chrome_trace_events(
+                        trace, show_memory=show_memory, show_steps=show_steps
+                    )
+                    _write_json_events(stream, events)
             finally:
                 if stream is not raw:
                     stream.close()
@@ -243,6 +264,20 @@ def to_chrome_trace(
             tmp.unlink()
         raise
     return out
+
+
+def _native_inputs(
+    trace: Trace, show_memory: bool, show_steps: bool
+) -> tuple[Any, ...] | None:
+    """The arguments of ``_core.write_chrome_trace`` after the trace and the output: the
+    allocator series of the record replay and the step spans, as :func:`chrome_trace_events`
+    reads them. None when a step lasts longer than int64 nanoseconds (the C++ writer takes
+    int64 durations; the Python writer draws such a step)."""
+    memory = memory_series(trace, enabled=show_memory)
+    steps, starts, ends = step_columns(trace, "start_ns", "end_ns", enabled=show_steps)
+    if any(e - s > 2**63 - 1 for s, e in zip(starts.tolist(), ends.tolist(), strict=True)):
+        return None
+    return (COUNTER_GROUP, *memory, steps, starts, ends - starts)
 
 
 def _write_json_events(stream: IO[bytes], events: Iterator[str], chunk: int = 4096) -> None:

@@ -50,6 +50,34 @@ def _int64(column: Any) -> np.ndarray:
     return np.ascontiguousarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def memory_series(
+    trace: Trace, *, enabled: bool = True
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The record replay's ``bytes_in_use`` as the C++ writers take it: the allocator names,
+    each row's index into them (int32), ``time_ns`` and ``bytes_in_use`` (int64), in the
+    replay's row order; empty arrays without records or when not ``enabled``."""
+    timeline = trace.replay(source="records").timeline if enabled else None
+    if timeline is None or not timeline.num_rows:
+        return [], np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    allocators = pc.fill_null(timeline["allocator"].cast(pa.string()).combine_chunks(), "")
+    encoded = pc.dictionary_encode(allocators)
+    names = [str(n) for n in encoded.dictionary.to_pylist()]
+    series = np.ascontiguousarray(encoded.indices.to_numpy(), dtype=np.int32)
+    return names, series, _int64(timeline["time_ns"]), _int64(timeline["bytes_in_use"])
+
+
+def step_columns(trace: Trace, *columns: str, enabled: bool = True) -> list[np.ndarray]:
+    """``step`` and ``columns`` (of ``start_ns``, ``end_ns``) of the trace's steps
+    (:func:`tracecore.steps.step_spans`: no duration, which may overflow) as int64 arrays (empty
+    without steps or when not ``enabled``)."""
+    from .steps import step_spans
+
+    spans = step_spans(trace) if enabled else None
+    if spans is None or not spans.num_rows:
+        return [np.zeros(0, np.int64) for _ in range(1 + len(columns))]
+    return [_int64(spans[c]) for c in ("step", *columns)]
+
+
 def to_perfetto(
     trace: Trace,
     path: str | os.PathLike[str],
@@ -61,28 +89,8 @@ def to_perfetto(
     ``path``, through a temporary file renamed into place at the end. The writing runs in
     C++ with the GIL released."""
     out = checked_output_file(path)
-    names: list[str] = []
-    series = np.zeros(0, np.int32)
-    times = values = np.zeros(0, np.int64)
-    if show_memory:
-        timeline = trace.replay(source="records").timeline
-        if timeline.num_rows:
-            encoded = pc.dictionary_encode(
-                timeline["allocator"].cast(pa.string())
-            ).combine_chunks()
-            names = [str(n) for n in encoded.dictionary.to_pylist()]
-            series = np.ascontiguousarray(encoded.indices.to_numpy(), dtype=np.int32)
-            times = _int64(timeline["time_ns"])
-            values = _int64(timeline["bytes_in_use"])
-    steps = starts = ends = np.zeros(0, np.int64)
-    if show_steps:
-        from .steps import step_spans
-
-        spans = step_spans(trace)
-        if spans.num_rows:
-            steps = _int64(spans["step"])
-            starts = _int64(spans["start_ns"])
-            ends = _int64(spans["end_ns"])
+    names, series, times, values = memory_series(trace, enabled=show_memory)
+    steps, starts, ends = step_columns(trace, "start_ns", "end_ns", enabled=show_steps)
     core = trace._ensure_core()
     tmp = out.with_name(f".{out.name}.{secrets.token_hex(8)}.tmp")
     try:

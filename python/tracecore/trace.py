@@ -246,7 +246,8 @@ class Trace(TableAttributes):
         self, path: str | os.PathLike[str], *, show_memory: bool = True, show_steps: bool = True
     ) -> Path:
         """Writes a Chrome trace-event JSON (``.gz`` when the name ends so) for Perfetto: one
-        process per device, steps as slices (see :func:`tracecore.chrome.to_chrome_trace`)."""
+        process per device, steps as slices, written in C++ (see
+        :func:`tracecore.chrome.to_chrome_trace`)."""
         from .chrome import to_chrome_trace
 
         return to_chrome_trace(self, path, show_memory=show_memory, show_steps=show_steps)

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <string_view>
 #include <utility>
 
@@ -161,15 +160,17 @@ class Output {
 
 class Writer {
  public:
-  Writer(const TraceTables& t, const std::string& path) : t_(t), out_(path) {}
+  Writer(const TraceTables& t, const std::string& path)
+      : t_(t), out_(path), layout_(t.devices) {
+    interned_.assign(t_.pool.size(), 0);
+  }
 
   WriteStats Run(const CounterSeries* counters, const StepSpans* steps) {
-    PlaceDevices();
-    for (size_t pid = 0; pid < process_names_.size(); ++pid) {
-      ProcessTrack(pid, t_.pool.Get(process_names_[pid]));
+    for (size_t pid = 0; pid < layout_.process_names.size(); ++pid) {
+      ProcessTrack(pid, t_.pool.Get(layout_.process_names[pid]));
     }
     Events();
-    const uint64_t counter_pid = process_names_.size();
+    const uint64_t counter_pid = layout_.process_names.size();
     if (counters != nullptr && counters->size > 0) Counters(*counters, counter_pid);
     if (steps != nullptr && steps->size > 0) Steps(*steps, counter_pid + 1);
     out_.Close();
@@ -178,38 +179,7 @@ class Writer {
   }
 
  private:
-  // A line of a device (all the blocks of one device name and line) and its lanes.
-  struct Track {
-    uint64_t pid = 0;
-    bool has_line = false;
-    uint32_t line = 0;
-    std::vector<int64_t> lane_ends{0};  // timeline.py's _assign_lanes starts with one lane at 0
-    std::vector<int64_t> lane_tids{-1};
-  };
-
-  void PlaceDevices() {
-    const auto& d = t_.devices;
-    std::map<uint32_t, uint64_t> pids;
-    std::map<std::pair<uint64_t, int64_t>, size_t> tracks;
-    track_of_.resize(d.size());
-    for (size_t i = 0; i < d.size(); ++i) {
-      auto [it, added] = pids.emplace(d.device[i], process_names_.size());
-      if (added) process_names_.push_back(d.device[i]);
-      const bool has_line = d.line_valid[i] != 0;
-      const int64_t line = has_line ? int64_t{d.line[i]} : -1;
-      auto [tt, new_track] = tracks.emplace(std::make_pair(it->second, line), tracks_.size());
-      if (new_track) {
-        Track track;
-        track.pid = it->second;
-        track.has_line = has_line;
-        track.line = has_line ? d.line[i] : 0;
-        tracks_.push_back(std::move(track));
-      }
-      track_of_[i] = tt->second;
-    }
-    next_tid_.assign(process_names_.size() + 2, 0);
-    interned_.assign(t_.pool.size(), 0);
-  }
+  using Track = trace_export::LaneTrack;
 
   // Ends the packet under construction: wraps it as a Trace.packet and writes it.
   void EmitPacket() {
@@ -255,28 +225,14 @@ class Writer {
   // The uuid of the child track of `track` lane `lane`, its descriptor written at first use.
   // A track without a line is named `unnamed`.
   uint64_t LaneUuid(Track& track, size_t lane, std::string_view unnamed = "ops") {
-    int64_t tid = track.lane_tids[lane];
-    if (tid < 0) {
-      tid = track.lane_tids[lane] = next_tid_[track.pid]++;
+    bool first;
+    const int64_t tid = layout_.Tid(track, lane, &first);
+    if (first) {
       name_.assign(track.has_line ? t_.pool.Get(track.line) : unnamed);
       if (lane > 0) name_.append(" (").append(std::to_string(lane)).append(")");
       ChildTrack(track.pid, tid, name_);
     }
     return TrackUuid(track.pid, tid);
-  }
-
-  // timeline.py's _assign_lanes: the first lane whose last event ended before `start`.
-  static size_t AssignLane(Track& track, int64_t start, int64_t end) {
-    auto& ends = track.lane_ends;
-    for (size_t lane = 0; lane < ends.size(); ++lane) {
-      if (start > ends[lane]) {
-        ends[lane] = end;
-        return lane;
-      }
-    }
-    ends.push_back(end);
-    track.lane_tids.push_back(-1);
-    return ends.size() - 1;
   }
 
   static uint64_t Timestamp(int64_t ns) { return ns < 0 ? 0 : static_cast<uint64_t>(ns); }
@@ -287,8 +243,8 @@ class Writer {
     for (size_t i = 0; i < n; ++i) {
       const int64_t start = e.start_ns[i];
       const int64_t end = std::max(e.end_ns[i], start);
-      Track& track = tracks_[track_of_[static_cast<size_t>(e.device_index[i])]];
-      const uint64_t uuid = LaneUuid(track, AssignLane(track, start, end));
+      Track& track = layout_.TrackOf(e.device_index[i]);
+      const uint64_t uuid = LaneUuid(track, track.AssignLane(start, end));
       const uint32_t name = e.node_name[i];
       const bool has_op = e.op_valid[i] != 0;
       const uint32_t op = has_op ? e.op[i] : 0;
@@ -367,7 +323,7 @@ class Writer {
     for (size_t i = 0; i < s.size; ++i) {
       const int64_t start = s.start_ns[i];
       const int64_t end = std::max(s.end_ns[i], start);
-      const uint64_t uuid = LaneUuid(track, AssignLane(track, start, end), "steps");
+      const uint64_t uuid = LaneUuid(track, track.AssignLane(start, end), "steps");
       name_.assign("step ").append(std::to_string(s.step[i]));
       event_.Clear();
       event_.UInt(event_f::kType, event_f::kSliceBegin);
@@ -383,10 +339,7 @@ class Writer {
   const TraceTables& t_;
   Output out_;
   WriteStats stats_;
-  std::vector<uint32_t> process_names_;  // pool ids of the device names, by pid
-  std::vector<Track> tracks_;
-  std::vector<size_t> track_of_;  // per device_index
-  std::vector<int64_t> next_tid_;  // per pid
+  trace_export::DeviceLayout layout_;
   std::vector<uint8_t> interned_;  // per pool id: 1 = event name sent, 2 = category sent
   Message packet_, event_, track_, inner_, entry_, head_;
   std::string name_;

@@ -11,20 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "export/device_layout.h"
 #include "tables/trace_tables.h"
 
 namespace tracecore::perfetto {
 
-// One counter series per name (the memory replay's bytes_in_use per allocator), rows in time
-// order per series: series[i] indexes names.
-struct CounterSeries {
-  std::string group;  // the process track holding the counter tracks ("Allocators")
-  std::vector<std::string> names;
-  const int32_t* series = nullptr;
-  const int64_t* time_ns = nullptr;
-  const int64_t* value = nullptr;
-  size_t size = 0;
-};
+using CounterSeries = trace_export::CounterSeries;
 
 // Step slices ("step N") on a "steps" track of a "Steps" process.
 struct StepSpans {
