@@ -335,8 +335,8 @@ def test_one_file_is_a_set_of_one(capsys: pytest.CaptureFixture[str], run: Any) 
     rows = json_rows(capsys, "collectives", path)
     assert rows == ts.collectives().to_pylist()
     assert {(r["rank"], r["step"], r["n_ranks"]) for r in rows} == {(1, 1, 1)}
-    # export reads one trace: a directory of traces is a usage error that lists them
-    assert cli.main(["export", run.path, "--parquet", os.path.join(run.path, "out")]) == 2
+    # export --chrome reads one trace: a directory of traces is a usage error that lists them
+    assert cli.main(["export", run.path, "--chrome", os.path.join(run.path, "out.json")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"tracecore export: error: {run.path} is a directory with 9 traces (")
 
@@ -355,3 +355,26 @@ def test_export_of_a_glob_of_several_files_is_a_usage_error_before_any_parse(
     err = capsys.readouterr().err
     assert "2 files match" in err and "a.pbtxt" in err and "reads one trace" in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_export_parquet_of_several_files_is_one_dataset(
+    two: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow.dataset as ds
+
+    from tracecore import cli
+
+    pattern = os.path.join(os.path.dirname(two[0]), "*")
+    out = tmp_path / "dataset"
+    assert cli.main(["export", pattern, "--parquet", str(out)]) == 0
+    assert "wrote a dataset of 2 traces" in capsys.readouterr().out
+    events = ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()
+    assert events.num_rows == sum(len(tracecore.open(p)) for p in two)
+    ts = tracecore.open_many(two)
+    assert sorted(events["node_name"].to_pylist()) == sorted(
+        ts.table("events")["node_name"].to_pylist()
+    )
+    # An existing dataset is refused without --overwrite, replaced with it.
+    assert cli.main(["export", *two, "--parquet", str(out)]) == 1
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert cli.main(["export", *two, "--parquet", str(out), "--overwrite"]) == 0

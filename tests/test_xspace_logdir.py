@@ -345,8 +345,8 @@ def test_info_of_a_logdir_lists_its_profiles(
 def test_commands_on_a_logdir(
     logdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # export reads one trace
-    assert cli.main(["export", str(logdir), "--parquet", str(logdir / "out")]) == 2
+    # export --chrome reads one trace
+    assert cli.main(["export", str(logdir), "--chrome", str(logdir / "out.json")]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err == (

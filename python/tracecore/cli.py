@@ -1115,8 +1115,28 @@ def _cmd_collectives(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    t = _open(args)
     start = time.perf_counter()
+    if args.parquet:
+        opened = _open_any(args)
+        if isinstance(opened, TraceSet):
+            # Several traces (files, a glob, a log directory): one hive-partitioned dataset,
+            # by rank when every trace has one, else by trace_id.
+            ranks = opened.traces["rank"]
+            by = "rank" if ranks.null_count == 0 else "trace_id"
+            out = opened.to_parquet(
+                args.parquet, partition_by=(by,), compression=args.compression,
+                overwrite=args.overwrite,
+            )
+            n_files = sum(1 for _ in out.rglob("*.parquet"))
+            print(
+                f"wrote a dataset of {_count(opened.traces.num_rows, 'trace')} to {out} "
+                f"({n_files} Parquet files, partitioned by {by}; "
+                f"{time.perf_counter() - start:.2f} s)"
+            )
+            return 0
+        t = opened
+    else:
+        t = _open(args)
     if args.parquet:
         out = t.to_parquet(args.parquet, compression=args.compression, overwrite=args.overwrite)
         files = parquet_files(out)
@@ -1387,7 +1407,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_occupancy)
 
     p = sub.add_parser("export", help="write Parquet files or a Chrome trace (Perfetto)")
-    add_input(p, many=False, output=False)
+    add_input(p, output=False)
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument(
         "--parquet", metavar="DIR", help="one Parquet file per table + tracecore.json"
