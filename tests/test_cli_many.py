@@ -378,3 +378,24 @@ def test_export_parquet_of_several_files_is_one_dataset(
     assert cli.main(["export", *two, "--parquet", str(out)]) == 1
     assert "exists and is not empty" in capsys.readouterr().err
     assert cli.main(["export", *two, "--parquet", str(out), "--overwrite"]) == 0
+
+
+def test_bench_of_two_files_and_a_glob_as_json_and_csv(
+    two: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracecore import cli
+
+    pattern = os.path.join(os.path.dirname(two[0]), "*")
+    for argv in ([*two], [pattern]):
+        assert cli.main(["bench", *argv, "--threads", "1", "--repeat", "1", "--format",
+                         "json"]) == 0
+        rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert [r["file"] for r in rows] == two
+        for r in rows:
+            t = tracecore.open(r["file"])
+            assert r["events"] == len(t) and r["threads"] == 1
+            assert r["parsed_bytes"] == t.stats["bytes"] and r["best_ms"] > 0
+    assert cli.main(["bench", *two, "--threads", "1", "--repeat", "1", "--format", "csv"]) == 0
+    table = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert table[0][:3] == ["file", "threads", "threads_used"]
+    assert [row[0] for row in table[1:]] == two

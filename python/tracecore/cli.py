@@ -1179,26 +1179,42 @@ def _rss_kib(field: str) -> int | None:
     return None
 
 
+_BENCH_COLUMNS = ("file", "threads", "threads_used", "best_ms", "median_ms", "mb_per_s",
+                  "events_per_s", "file_bytes", "parsed_bytes", "events", "peak_rss_kib",
+                  "table_bytes")
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     """Parse throughput in this process: best and median wall time of ``open()`` over
-    ``--repeat`` runs per thread count, the file read once first so the page cache is warm."""
-    if args.sample and args.file:
-        raise UsageError("give a trace FILE or --sample, not both")
-    if not (args.sample or args.file):
-        raise UsageError("give a trace FILE or --sample")
-    path = str(sample_path()) if args.sample else args.file
+    ``--repeat`` runs per thread count, each file read once first so the page cache is warm;
+    several files (paths, globs) one after the other."""
+    rows: list[dict[str, Any]] = []
+    for k, path in enumerate(_paths(args)):
+        file_rows = _bench_file(args, path)
+        rows += file_rows
+        if args.output == "table":
+            if k:
+                print()
+            _print_bench(args, file_rows)
+    _emit(args, rows, _BENCH_COLUMNS)
+    return 0
+
+
+def _bench_file(args: argparse.Namespace, path: str) -> list[dict[str, Any]]:
+    """One row per thread count for the file at ``path``; the file's figures (size, events,
+    peak RSS, the last run's table bytes) on each."""
     file_size = os.stat(path).st_size
     with builtins.open(path, "rb") as f:  # warm the page cache: measure parsing, not the disk
         while f.read(1 << 24):
             pass
     rss_before = _rss_kib("VmRSS")
-    rows = []
+    rows: list[dict[str, Any]] = []
     parsed_bytes = file_size
     thread_counts = [args.threads] if args.threads is not None else [1, 0]
     last: Trace | None = None  # the latest run's trace, kept for measuring its tables
+    n_events = 0
     for threads in thread_counts:
         times = []
-        n_events = 0
         used = threads
         for _ in range(args.repeat):
             last = None  # freed before the next parse: one trace alive at a time
@@ -1213,30 +1229,39 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             last = trace
             del trace, stats
         best = min(times)
-        label = f"threads={threads}" + (f" (used {used})" if threads == 0 else "")
-        rows.append(
-            [
-                label,
-                f"{best * 1e3:.1f}",
-                f"{float(np.median(times)) * 1e3:.1f}",
-                f"{parsed_bytes / _MB / best:.0f}",
-                f"{n_events / best:,.0f}",
-            ]
-        )
-    gz = f", {_mb(parsed_bytes)} MB decompressed" if parsed_bytes != file_size else ""
-    print(f"file      {path}")
-    print(f"size      {_mb(file_size)} MB{gz}; {n_events} events; best of {args.repeat} runs")
-    _print_table(["open()", "best ms", "median ms", "MB/s", "events/s"], rows)
+        rows.append({"file": path, "threads": threads, "threads_used": used,
+                     "best_ms": best * 1e3, "median_ms": float(np.median(times)) * 1e3,
+                     "mb_per_s": parsed_bytes / _MB / best, "events_per_s": n_events / best})
     peak = _rss_kib("VmHWM")
-    if peak is not None:
-        before = f" (RSS before the first parse: {rss_before / 1024:.0f} MiB)" if rss_before else ""
-        print(f"peak RSS  {peak / 1024:.0f} MiB{before}")
     # After the peak is read, so that building every table of the last run is not in it.
     assert last is not None  # --repeat is at least 1
     tables = buffer_bytes(last.table(name) for name in last.table_names)
-    share = tables / parsed_bytes if parsed_bytes else 0.0
-    print(f"tables    {_mb(tables)} MB of Arrow buffers, {share:.3f}x the input")
-    return 0
+    for row in rows:
+        row.update(file_bytes=file_size, parsed_bytes=parsed_bytes, events=n_events,
+                   peak_rss_kib=peak, table_bytes=tables, rss_before_kib=rss_before)
+    return rows
+
+
+def _print_bench(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    first = rows[0]
+    file_size, parsed_bytes = first["file_bytes"], first["parsed_bytes"]
+    gz = f", {_mb(parsed_bytes)} MB decompressed" if parsed_bytes != file_size else ""
+    print(f"file      {first['file']}")
+    print(f"size      {_mb(file_size)} MB{gz}; {first['events']} events; best of {args.repeat} "
+          f"runs")
+    cells = []
+    for r in rows:
+        label = f"threads={r['threads']}" + (
+            f" (used {r['threads_used']})" if r["threads"] == 0 else "")
+        cells.append([label, f"{r['best_ms']:.1f}", f"{r['median_ms']:.1f}",
+                      f"{r['mb_per_s']:.0f}", f"{r['events_per_s']:,.0f}"])
+    _print_table(["open()", "best ms", "median ms", "MB/s", "events/s"], cells)
+    peak, before = first["peak_rss_kib"], first["rss_before_kib"]
+    if peak is not None:
+        shown = f" (RSS before the first parse: {before / 1024:.0f} MiB)" if before else ""
+        print(f"peak RSS  {peak / 1024:.0f} MiB{shown}")
+    share = first["table_bytes"] / parsed_bytes if parsed_bytes else 0.0
+    print(f"tables    {_mb(first['table_bytes'])} MB of Arrow buffers, {share:.3f}x the input")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1432,9 +1457,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("bench", help="parse throughput (MB/s, events/s) and peak RSS")
-    p.add_argument("file", nargs="?", help="a StepStats / RunMetadata dump")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="trace files or globs (quoted), timed one after the other")
     p.add_argument("--sample", action="store_true", help="use the bundled sample trace")
     p.add_argument("--input-format", choices=FORMATS, default="auto")
+    add_output(p)
     p.add_argument(
         "--threads",
         type=_non_negative_int,
