@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -198,13 +199,30 @@ def test_native_writer_stream_error_removes_the_temporary_file(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_native_writer_file_error_names_the_output(tmp_path: Path) -> None:
+def test_native_writer_file_error_names_the_output(tmp_path: Path, monkeypatch) -> None:
+    """A write error inside the C++ writer (ENOSPC: its temporary file is made a link to
+    /dev/full) is an OSError naming the file, and leaves no output behind."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    monkeypatch.setattr(chrome.secrets, "token_hex", lambda n: "0" * (2 * n))
     t = tracecore.open(tracecore.sample_path())
-    (tmp_path / "out.json").mkdir()  # a directory where the file should go
+    tmp = tmp_path / f".out.json.{'0' * 16}.tmp"
+    tmp.symlink_to("/dev/full")
     with pytest.raises(OSError) as e:
         t.to_chrome_trace(tmp_path / "out.json")
     assert "out.json" in str(e.value)
-    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_native_writers_take_any_file_name(tmp_path: Path) -> None:
+    """A directory whose name is not UTF-8: both C++ writers write there, as Python's does."""
+    directory = Path(os.fsdecode(bytes(tmp_path) + b"/dir\xff"))
+    directory.mkdir()
+    t = tracecore.open(tracecore.sample_path())
+    native = t.to_chrome_trace(directory / "a.json").read_bytes()
+    python = chrome.to_chrome_trace(t, directory / "b.json", engine="python").read_bytes()
+    assert native == python
+    assert t.to_perfetto(directory / "c.pftrace").stat().st_size > 0
 
 
 def test_a_trace_read_back_from_parquet_writes_the_same_bytes(tmp_path: Path) -> None:

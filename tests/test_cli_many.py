@@ -374,10 +374,28 @@ def test_export_parquet_of_several_files_is_one_dataset(
     assert sorted(events["node_name"].to_pylist()) == sorted(
         ts.table("events")["node_name"].to_pylist()
     )
-    # An existing dataset is refused without --overwrite, replaced with it.
+    # An existing dataset is refused without --overwrite, replaced whole with it: a dataset of
+    # one trace after one of two has no partition of the other left.
     assert cli.main(["export", *two, "--parquet", str(out)]) == 1
     assert "exists and is not empty" in capsys.readouterr().err
     assert cli.main(["export", *two, "--parquet", str(out), "--overwrite"]) == 0
+    assert cli.main(["export", os.path.dirname(two[0]) + "/a*", "--parquet", str(out),
+                     "--overwrite"]) == 0
+    capsys.readouterr()
+    ts = tracecore.open_many([two[0]])
+    ts.to_parquet(out, partition_by=("trace_id",), overwrite=True)
+    events = ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()
+    assert events.num_rows == len(tracecore.open(two[0]))
+    # A single-trace export is never mixed with a dataset.
+    single = tmp_path / "single"
+    tracecore.open(two[0]).to_parquet(single)
+    assert cli.main(["export", *two, "--parquet", str(single)]) == 1
+    assert "holds a single-trace export" in capsys.readouterr().err
+    assert tracecore.open(single).events.num_rows == len(tracecore.open(two[0]))
+    assert cli.main(["export", *two, "--parquet", str(single), "--overwrite"]) == 0
+    assert not (single / "tracecore.json").exists()
+    assert sorted(p.name for p in single.iterdir() if p.suffix == ".parquet") == [
+        "collectives.parquet", "step_times.parquet", "traces.parquet"]
 
 
 def test_bench_of_two_files_and_a_glob_as_json_and_csv(

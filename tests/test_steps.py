@@ -367,3 +367,6 @@ def test_a_step_longer_than_int64_is_an_overflow_error_and_exports_still_work(
     step = next(e for e in events if e.get("cat") == "Step")
     assert step["ts"] == -5e15 and step["dur"] == pytest.approx(1e16 + 1)
     assert t.to_perfetto(tmp_path / "far.pftrace").stat().st_size > 0
+    # The plots' step overlay draws the spans too.
+    pytest.importorskip("matplotlib")
+    assert t.plot.occupancy() is not None and t.plot.timeline() is not None

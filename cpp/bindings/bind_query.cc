@@ -259,7 +259,8 @@ void RegisterQueries(py::module_& m) {
             StepColumns(step, step_start, "step_start", step_duration, "step_duration");
         const chrome::Steps steps{a.step, a.first, a.second, a.size};
         chrome::WriteStats s;
-        if (py::isinstance<py::str>(out)) {
+        if (py::isinstance<py::str>(out) || py::isinstance<py::bytes>(out)) {
+          // A path: str, or bytes (os.fsencode: any name the file system takes).
           const std::string path = out.cast<std::string>();
           py::gil_scoped_release release;
           chrome::FileSink sink(path);

@@ -72,7 +72,7 @@ def op_stats(trace: Trace, by: str) -> tuple[object, object]: ...
 def column_reference() -> str: ...
 def write_perfetto(
     trace: Trace,
-    path: str,
+    path: str | bytes,
     counter_group: str,
     counter_names: list[str],
     series: npt.NDArray[np.int32],
@@ -84,7 +84,7 @@ def write_perfetto(
 ) -> dict[str, int]: ...
 def write_chrome_trace(
     trace: Trace,
-    out: str | IO[bytes],
+    out: str | bytes | IO[bytes],
     counter_group: str,
     counter_names: list[str],
     series: npt.NDArray[np.int32],

@@ -246,7 +246,8 @@ def to_chrome_trace(
                     if stream is raw:
                         raw.close()  # the C++ writer opens the file itself
                         with naming(out):
-                            _core.write_chrome_trace(trace._ensure_core(), str(tmp), *native)
+                            name = os.fsencode(tmp)  # any name the file system takes
+                            _core.write_chrome_trace(trace._ensure_core(), name, *native)
                     else:
                         _core.write_chrome_trace(trace._ensure_core(), stream, *native)
                 else:

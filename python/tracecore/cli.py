@@ -1115,9 +1115,9 @@ def _cmd_collectives(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    start = time.perf_counter()
     if args.parquet:
         opened = _open_any(args)
+        start = time.perf_counter()  # the write, not the parse
         if isinstance(opened, TraceSet):
             # Several traces (files, a glob, a log directory): one hive-partitioned dataset,
             # by rank when every trace has one, else by trace_id.
@@ -1137,6 +1137,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         t = opened
     else:
         t = _open(args)
+        start = time.perf_counter()
     if args.parquet:
         out = t.to_parquet(args.parquet, compression=args.compression, overwrite=args.overwrite)
         files = parquet_files(out)

@@ -225,6 +225,7 @@ def collective_kind(op: str) -> str:
 
 def _collective_events(trace: Trace, rx: re.Pattern[str] | None) -> list[dict[str, Any]]:
     """The collective events of one trace (raw clock), one dict per instance."""
+    trace._ensure_core()  # a stored trace's tables are checked before they are read
     ev = trace.table("events")  # without the name columns (not needed here)
     if ev.num_rows == 0:
         return []

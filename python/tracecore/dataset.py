@@ -13,6 +13,7 @@ See docs/many_traces.md for the definitions and the Dask / Ray / Spark recipes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -617,18 +618,34 @@ class TraceSet(TableAttributes):
         ``pyarrow.dataset.dataset(dir, partitioning="hive")``, DuckDB
         ``read_parquet('dir/events/**/*.parquet', hive_partitioning=true)``, Polars
         ``scan_parquet(..., hive_partitioning=True)``, Spark ``spark.read.parquet(dir)`` and
-        Ray ``ray.data.read_parquet(dir)``. ``overwrite=False`` refuses an existing table dir.
+        Ray ``ray.data.read_parquet(dir)``. ``overwrite=False`` refuses a directory that holds a
+        dataset (a non-empty table directory) or a single-trace export (``tracecore.json``);
+        ``overwrite=True`` first removes what either wrote there (other files stay).
         """
         import pyarrow.dataset as ds
         import pyarrow.parquet as pq
 
-        from .parquet import check_parquet_compression
+        from .parquet import META_FILE, check_parquet_compression
 
         check_parquet_compression(compression)
         out = Path(directory)
         partition_by = list(partition_by)
         names = list(tables) if tables is not None else list(_core.TABLE_NAMES)
         written = []
+        # Refused or cleared before anything is written: a dataset is never a mix of two.
+        if not overwrite:
+            if (out / META_FILE).exists():
+                raise FileExistsError(
+                    f"{out} holds a single-trace export ({META_FILE}; pass overwrite=True)"
+                )
+            for name in _core.TABLE_NAMES:
+                target = out / name
+                if target.is_dir() and any(target.iterdir()):
+                    raise FileExistsError(
+                        f"{target} exists and is not empty (pass overwrite=True)"
+                    )
+        else:
+            _clear_dataset(out)
         out.mkdir(parents=True, exist_ok=True)
         for name in names:
             table = self.table(name)
@@ -638,8 +655,6 @@ class TraceSet(TableAttributes):
             if missing:
                 raise ValueError(f"cannot partition table {name} by missing columns {missing}")
             target = out / name
-            if target.exists() and any(target.iterdir()) and not overwrite:
-                raise FileExistsError(f"{target} exists and is not empty (pass overwrite=True)")
             ds.write_dataset(
                 table,
                 target,
@@ -685,3 +700,24 @@ def _per_columns(per: str) -> list[str]:
     return groups[per]
 
 
+def _clear_dataset(out: Path) -> None:
+    """Removes from ``out`` what a dataset (``TraceSet.to_parquet``) or a single-trace export
+    (``Trace.to_parquet``) wrote there: the table directories, the summary files, the single
+    export's table files and ``tracecore.json``; other files stay."""
+    import shutil
+
+    from .parquet import META_FILE, parquet_files
+
+    if not out.is_dir():
+        return
+    for name in _core.TABLE_NAMES:
+        if (out / name).is_dir():
+            shutil.rmtree(out / name)
+    if (out / META_FILE).exists():
+        with contextlib.suppress(ValueError):  # an unreadable tracecore.json names nothing
+            for path in parquet_files(out):
+                path.unlink(missing_ok=True)
+        (out / META_FILE).unlink()
+    for name in ("traces.parquet", "step_times.parquet", "collectives.parquet",
+                 "tracecore_set.json"):
+        (out / name).unlink(missing_ok=True)

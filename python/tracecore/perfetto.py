@@ -96,7 +96,8 @@ def to_perfetto(
     try:
         with naming(out):
             _core.write_perfetto(
-                core, str(tmp), COUNTER_GROUP, names, series, times, values, steps, starts, ends
+                core, os.fsencode(tmp), COUNTER_GROUP, names, series, times, values, steps, starts,
+                ends,
             )
             os.replace(tmp, out)
     except BaseException:

@@ -130,7 +130,9 @@ def _plain_axes(ax: Any) -> None:
 
 def _steps_ms(trace: Trace, t0_ns: int) -> list[tuple[int, float, float]]:
     """(step, start ms, end ms) of every step when the trace has more than one, else []."""
-    steps = trace.step_times()
+    from .steps import step_spans
+
+    steps = step_spans(trace)  # no duration: it may overflow, the spans do not
     if steps.num_rows < 2:
         return []
     return [
