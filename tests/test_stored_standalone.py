@@ -120,8 +120,16 @@ COMMANDS = [
     ["top", "--by", "node_name"],
     ["top", "--by", "device"],
     ["top", "--by", "kind"],
+    ["top", "--by", "scope"],
+    ["top", "--by", "phase"],
+    ["top", "--by", "tower"],
     ["memory"],
     ["occupancy"],
+    ["steps"],
+    ["stragglers"],
+    ["collectives"],
+    ["steps", "--format", "json"],
+    ["memory", "--format", "csv"],
 ]
 
 
@@ -134,6 +142,7 @@ def run_commands(
     for command in COMMANDS:
         code = cli.main([command[0], str(path), *command[1:], *extra])
         out, err = capsys.readouterr()
+        out = out.replace(str(path), "<PATH>")  # rows of --format csv/json name what was opened
         results.append((command, code, normalized_info(out) if command == ["info"] else out))
     code = cli.main(["diff", str(path), str(path), "--format", "json"])
     results.append(("diff", code, capsys.readouterr()[0]))
