@@ -1,10 +1,6 @@
 #include "export/chrome_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -14,38 +10,6 @@
 #include "query/timeline_label.h"
 
 namespace tracecore::chrome {
-
-FileSink::FileSink(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd_ < 0) Fail();
-}
-
-FileSink::~FileSink() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void FileSink::Write(const char* data, size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd_, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      Fail();
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-void FileSink::Close() {
-  const int fd = fd_;
-  fd_ = -1;
-  if (fd >= 0 && ::close(fd) != 0) Fail();
-}
-
-void FileSink::Fail() {  // the caller names the file (Python: the one asked for)
-  const int e = errno;
-  throw IoError(std::strerror(e), e);
-}
 
 namespace {
 

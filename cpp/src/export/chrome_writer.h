@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "io/output_file.h"
+
 #include "export/device_layout.h"
 #include "tables/trace_tables.h"
 
@@ -41,19 +43,15 @@ struct WriteStats {
 WriteStats WriteChromeTrace(const TraceTables& tables, Sink& sink, const Counters* counters,
                             const Steps* steps);
 
-// A Sink writing to a file descriptor (created/truncated from `path`); Close() reports errors.
+// A Sink writing to a file (created/truncated from `path`); Close() reports errors.
 class FileSink : public Sink {
  public:
-  explicit FileSink(const std::string& path);
-  ~FileSink() override;
-  FileSink(const FileSink&) = delete;
-  FileSink& operator=(const FileSink&) = delete;
-  void Write(const char* data, size_t n) override;
-  void Close();
+  explicit FileSink(const std::string& path) : file_(path) {}
+  void Write(const char* data, size_t n) override { file_.Write(data, n); }
+  void Close() { file_.Close(); }
 
  private:
-  [[noreturn]] static void Fail();
-  int fd_ = -1;
+  OutputFile file_;
 };
 
 }  // namespace tracecore::chrome

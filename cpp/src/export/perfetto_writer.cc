@@ -1,15 +1,12 @@
 #include "export/perfetto_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <string_view>
 #include <utility>
 
 #include "core/error.h"
+#include "io/output_file.h"
 
 namespace tracecore::perfetto {
 namespace {
@@ -102,16 +99,7 @@ class Message {
 // The output file, written through a buffer of 1 MiB.
 class Output {
  public:
-  explicit Output(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd_ < 0) Fail();
-    buffer_.reserve(kBuffer);
-  }
-  ~Output() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Output(const Output&) = delete;
-  Output& operator=(const Output&) = delete;
+  explicit Output(const std::string& path) : file_(path) { buffer_.reserve(kBuffer); }
 
   void Append(const char* data, size_t n) {
     if (buffer_.size() + n > kBuffer) Flush();
@@ -127,9 +115,7 @@ class Output {
   }
   void Close() {
     Flush();
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) Fail();
+    file_.Close();
   }
   uint64_t written() const { return written_ + buffer_.size(); }
 
@@ -137,23 +123,11 @@ class Output {
   static constexpr size_t kBuffer = size_t{1} << 20;
 
   void WriteAll(const char* data, size_t n) {
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, data, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        Fail();
-      }
-      data += w;
-      n -= static_cast<size_t>(w);
-      written_ += static_cast<uint64_t>(w);
-    }
-  }
-  [[noreturn]] void Fail() {  // the caller names the file (Python: the one asked for)
-    const int e = errno;
-    throw IoError(std::strerror(e), e);
+    file_.Write(data, n);
+    written_ += n;
   }
 
-  int fd_ = -1;
+  OutputFile file_;
   std::string buffer_;
   uint64_t written_ = 0;
 };
