@@ -361,6 +361,17 @@ void ExportColumn(const ColumnView& c, const StringPool& pool, ArrowSchema* pare
     ExportAllNull(c, pool, parent_schema, out, priv, zeros);
     return;
   }
+  if (c.all_zero) {
+    // A fixed-width column of zeros (EmptyFill::kZero): the table's shared buffer of zeros.
+    const char* format = FixedFormat(c.kind);
+    if (format == nullptr || c.kind == ColumnKind::kBool) {
+      throw std::logic_error(std::string("a column of zeros of a type without fixed width: ") + c.name);
+    }
+    AddSchemaChild(parent_schema, format, c.name);
+    priv->shared_zeros = zeros;
+    SetBuffers(out, priv, {nullptr, zeros.get()});
+    return;
+  }
   switch (c.kind) {
     case ColumnKind::kInt32:
     case ColumnKind::kUInt8:
@@ -420,11 +431,11 @@ void ExportTable(const TableView& table, const StringPool& pool,
   ArrayPrivate* priv = InitArray(array, table.num_rows, owner);
   SetBuffers(array, priv, {nullptr});
   try {
-    // One buffer of zeros for every all-null column: calloc hands a large one over as
-    // untouched pages, and the columns do not each count it again.
+    // One buffer of zeros for every all-null or all-zero column: calloc hands a large one over
+    // as untouched pages, and the columns do not each count it again.
     std::shared_ptr<const void> zeros;
     for (const ColumnView& c : table.columns) {
-      if (c.all_null && zeros == nullptr) {
+      if ((c.all_null || c.all_zero) && zeros == nullptr) {
         void* p = std::calloc(AllNullZeroBytes(table.num_rows), 1);
         if (p == nullptr) throw std::bad_alloc();
         zeros = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });

@@ -24,11 +24,13 @@ namespace {
 // Room for `rows` rows in every column of `table` an importer fills row by row, and `values`
 // child values in its list columns. An optional column gets room once the importer has begun
 // filling it (it then fills every row: XSpace's events.step_id), so that it does not grow by
-// doubling (a copy into fresh pages each time); one still empty may stay so.
+// doubling (a copy into fresh pages each time); one still empty may stay so. With
+// `omit_empty_fills`, the columns EmptyFills names get none (the importer leaves them empty).
 template <class Table>
-void ReserveTable(Table& table, size_t rows, size_t values) {
+void ReserveTable(Table& table, size_t rows, size_t values, bool omit_empty_fills) {
   table.ForEachColumn([&](const ColumnDef& def, auto& column, Column<uint8_t>* valid) {
     if (def.holding == ColumnHolding::kOptional && (valid == nullptr || valid->empty())) return;
+    if (omit_empty_fills && EmptyFillOf<Table>(def.name).fill != EmptyFill::kNone) return;
     if constexpr (std::is_same_v<std::decay_t<decltype(column)>, ListColumn<int64_t>> ||
                   std::is_same_v<std::decay_t<decltype(column)>, ListColumn<int32_t>>) {
       column.offsets.reserve(rows + 1);
@@ -49,10 +51,10 @@ void CapacityPlanner::ReserveRows(const Rows& n) {
   // ColumnBudget refuses is not taken: the columns then grow as they fill, and the budget
   // refuses the rows themselves only if they pass it.
   try {
-    ReserveTable(t_.events, n.events, 0);
-    ReserveTable(t_.tensors, n.tensors, n.dims);
-    ReserveTable(t_.allocations, n.allocations, 0);
-    ReserveTable(t_.alloc_records, n.records, 0);
+    ReserveTable(t_.events, n.events, 0, omit_empty_fills_);
+    ReserveTable(t_.tensors, n.tensors, n.dims, omit_empty_fills_);
+    ReserveTable(t_.allocations, n.allocations, 0, omit_empty_fills_);
+    ReserveTable(t_.alloc_records, n.records, 0, omit_empty_fills_);
   } catch (const ColumnBudgetExceeded&) {
   }
 }

@@ -28,6 +28,10 @@ class CapacityPlanner {
   // small to measure, the room is for the whole input at rates typical of dumps.
   void Reserve(const char* begin, size_t bytes, bool text);
 
+  // The importer leaves the columns EmptyFills names empty (XSpace, Chrome traces): they get
+  // no room.
+  void OmitEmptyFillColumns() { omit_empty_fills_ = true; }
+
   // The parse has reached `pos`: measures the rates when due.
   void Passed(const char* pos) {
     if (reinterpret_cast<uintptr_t>(pos) >= calibrate_at_) Calibrate(pos);
@@ -44,6 +48,7 @@ class CapacityPlanner {
 
   TraceTables& t_;
   bool arena_enabled_;
+  bool omit_empty_fills_ = false;
   // Reserve's input; whether the room is still for the first stretch only; the address at
   // which Passed calls Calibrate (never, until Reserve arms it).
   const char* input_begin_ = nullptr;

@@ -264,8 +264,11 @@ class TraceSink {
   }
 
   // Reserves column capacity for `bytes` of input starting at `begin` (see CapacityPlanner).
-  void Reserve(const char* begin, size_t bytes, bool text) {
+  // `event_details`: whether events rows come from EndEvent (StepStats), which fills the events
+  // columns EmptyFills names; AddTimedEvent and AddChromeEvent leave them empty.
+  void Reserve(const char* begin, size_t bytes, bool text, bool event_details = true) {
     position_.text = text;
+    if (!event_details) planner_.OmitEmptyFillColumns();
     planner_.Reserve(begin, bytes, text);
   }
 
@@ -273,11 +276,10 @@ class TraceSink {
   void Finish();
 
  private:
-  // Appends an events row but its step_id (`op`: kInvalidUtf8 for none).
+  // Appends an events row of an XSpace or Chrome trace but its step_id and cat (`op`:
+  // kInvalidUtf8 for none), leaving the columns EmptyFills<EventTable> names empty.
   void PushEventRow(int32_t device_index, uint32_t node_name, uint32_t op, uint32_t label,
-                    int64_t start, int64_t end, int64_t op_start, int64_t op_end,
-                    int64_t scheduled, bool has_scheduled, uint32_t thread_id,
-                    int64_t temp_memory_size, int64_t persistent_memory_size);
+                    int64_t start, int64_t end, uint32_t thread_id);
   uint32_t DtypeId(int32_t dtype);
   uint32_t OpFor(const EventFields& f, uint32_t label);
   uint32_t LabelFor(const EventFields& f);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "containers/columns.h"
@@ -42,6 +43,34 @@ struct ColumnDef {
   constexpr bool has_validity() const { return holding != ColumnHolding::kRequired; }
   constexpr bool exported() const { return role != ColumnRole::kInternal; }
 };
+
+// What a required or nullable column holds when an importer leaves its storage empty while
+// the table has rows: formats with no such values (XSpace and Chrome traces have no separate
+// op times, no scheduling time and no memory sizes per event) then write nothing to it, and
+// the export gives it, without storing anything, the values of another column (kSameAs),
+// zeros (kZero) or nulls (kNull). A column with no such rule must have a value on every row.
+enum class EmptyFill : uint8_t { kNone, kNull, kZero, kSameAs };
+struct EmptyFillDef {
+  const char* column;
+  EmptyFill fill;
+  const char* source;  // kSameAs: the column whose values it has
+};
+
+// The columns of a table an importer may leave empty (see EmptyFill); none by default,
+// specialized per table in trace_tables.h.
+template <class Table>
+struct EmptyFills {
+  static constexpr EmptyFillDef kList[] = {{nullptr, EmptyFill::kNone, nullptr}};
+};
+
+// `name`'s rule in `Table`, or a kNone one.
+template <class Table>
+EmptyFillDef EmptyFillOf(std::string_view name) {
+  for (const EmptyFillDef& d : EmptyFills<Table>::kList) {
+    if (d.column != nullptr && name == d.column) return d;
+  }
+  return {nullptr, EmptyFill::kNone, nullptr};
+}
 
 struct TableDef {
   const char* name;

@@ -100,8 +100,11 @@
          "offset_ps) / 1000).")                                                                  \
   COLUMN(end_ns, Int64, Plain,                                                                   \
          "End, ns (all_start + all_end_rel); XSpace: as start_ns, with + duration_ps.")          \
-  COLUMN(op_start_ns, Int64, Plain, "Start of the op's own work, ns.")                           \
-  COLUMN(op_end_ns, Int64, Plain, "End of the op's own work, ns.")                               \
+  COLUMN(op_start_ns, Int64, Plain,                                                              \
+         "Start of the op's own work, ns; XSpace and Chrome trace: start_ns (no separate "      \
+         "op time; not stored).")                                                                \
+  COLUMN(op_end_ns, Int64, Plain,                                                                \
+         "End of the op's own work, ns; XSpace and Chrome trace: end_ns (not stored).")        \
   NULLABLE(scheduled_ns, Int64, Plain, "When the op was scheduled, ns; null when not recorded.") \
   COLUMN(thread_id, UInt32, Plain, "The thread that ran it; XSpace: the line id (0 outside uint32).") \
   COLUMN(temp_memory_size, Int64, Plain, "MemoryStats.temp_memory_size (0 when absent).")        \

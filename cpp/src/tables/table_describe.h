@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -33,15 +34,35 @@ template <class Table>
 TableView DescribeTableOf(const Table& table) {
   const auto rows = static_cast<int64_t>(table.size());
   std::vector<ColumnView> views;
+  std::vector<ColumnView> stored;  // every column's own view, for kSameAs sources
   table.ForEachColumn([&](const ColumnDef& d, const auto& storage, const Column<uint8_t>* valid) {
+    stored.push_back(ViewOf(d, storage, valid));
+  });
+  size_t i = 0;
+  table.ForEachColumn([&](const ColumnDef& d, const auto& storage, const Column<uint8_t>*) {
+    const ColumnView& own = stored[i++];
     if (!d.exported()) return;
-    if (d.holding == ColumnHolding::kOptional && storage.size() == 0 && rows > 0) {
-      ColumnView c{d.name, d.kind, rows};
-      c.all_null = true;
-      views.push_back(c);
+    if (storage.size() != 0 || rows == 0) {
+      views.push_back(own);
       return;
     }
-    views.push_back(ViewOf(d, storage, valid));
+    ColumnView c{d.name, d.kind, rows};
+    const EmptyFillDef fill = EmptyFillOf<Table>(d.name);
+    if (d.holding == ColumnHolding::kOptional || fill.fill == EmptyFill::kNull) {
+      c.all_null = true;
+    } else if (fill.fill == EmptyFill::kZero) {
+      c.all_zero = true;
+    } else if (fill.fill == EmptyFill::kSameAs) {
+      for (const ColumnView& source : stored) {
+        if (std::string_view(source.name) == fill.source && source.kind == d.kind) {
+          c = source;
+          c.name = d.name;
+        }
+      }
+    } else {
+      c = own;  // a required column with no values: MakeTableView refuses the table
+    }
+    views.push_back(c);
   });
   return MakeTableView(rows, std::move(views));
 }

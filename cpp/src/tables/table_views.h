@@ -23,6 +23,7 @@ struct ColumnView {
   const StringColumn* strings = nullptr;
   const int32_t* list_offsets = nullptr;
   bool all_null = false;                 // an optional column an importer left empty
+  bool all_zero = false;                 // a kZero column an importer left empty (EmptyFill)
 };
 
 struct TableView {

@@ -61,6 +61,19 @@ inline const char* DeviceKindName(DeviceKind kind) {
 TRACECORE_TABLES(TC_TABLE_STRUCT)
 #undef TC_TABLE_STRUCT
 
+// The events columns an importer of a format without them leaves empty (XSpace, Chrome traces):
+// its events' op times are their times, none has a scheduling time or memory sizes.
+template <>
+struct EmptyFills<EventTable> {
+  static constexpr EmptyFillDef kList[] = {
+      {"op_start_ns", EmptyFill::kSameAs, "start_ns"},
+      {"op_end_ns", EmptyFill::kSameAs, "end_ns"},
+      {"scheduled_ns", EmptyFill::kNull, nullptr},
+      {"temp_memory_size", EmptyFill::kZero, nullptr},
+      {"persistent_memory_size", EmptyFill::kZero, nullptr},
+  };
+};
+
 // Where a GraphDef sits in a RunMetadata, in the order protobuf presents them: every top-level
 // partition_graphs first (fg == 0), then per function_graphs message (fg = its position in the
 // input) its partition_graphs, pre_optimization_graph, post_optimization_graph (slot 0, 1, 2).

@@ -424,7 +424,6 @@ class Importer : public chrome_json::ChromeEventVisitor {
       throw ErrorAt(e, "an E event earlier than the B it closes (expected ts >= the B's)");
     }
     t_.events.end_ns[row] = e.ts_ns;
-    t_.events.op_end_ns[row] = e.ts_ns;
   }
 
   void Instant(const ChromeEvent& e) {
@@ -881,7 +880,7 @@ std::shared_ptr<TraceTables> ReadChromeTrace(const MappedFile& file, bool replac
   auto tables = NewTables(file);
   TraceSink sink(*tables);
   sink.SetKind(TraceKind::kChromeTrace);
-  sink.Reserve(file.data(), file.size(), true);
+  sink.Reserve(file.data(), file.size(), true, /*event_details=*/false);
   sink.SetReleaser(file.data(), file.ConsumedRelease());
   Importer importer(sink, *tables, file.data(), Pass::kTables);
   chrome_json::DecodeOptions options;

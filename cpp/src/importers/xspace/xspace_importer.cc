@@ -609,7 +609,7 @@ std::shared_ptr<TraceTables> ReadXSpace(const MappedFile& file) {
   tables->input_bytes = file.size();
   TraceSink sink(*tables);
   sink.SetKind(TraceKind::kXSpace);
-  sink.Reserve(file.data(), file.size(), false);
+  sink.Reserve(file.data(), file.size(), false, /*event_details=*/false);
   sink.SetReleaser(file.data(), file.ConsumedRelease());
   Importer importer(sink, *tables, file.data(), Pass::kTables);
   xspace::XSpaceDecoder<Importer> decoder(reinterpret_cast<const uint8_t*>(file.data()),
