@@ -169,3 +169,56 @@ def test_generated_pair_is_one_message(step_stats_cls, dumps):
     last_step_first = binary.dev_stats[-blocks_per_step].node_stats[0].all_start_micros
     first_step_first = binary.dev_stats[0].node_stats[0].all_start_micros
     assert last_step_first - first_step_first == (dumps["text"].steps - 1) * dumps["text"].period_us
+
+
+# ---------------------------------------------------------------- throughput.py: paired rounds
+
+
+def test_throughput_paired_rounds(tmp_path, text_prefix, tracecore):
+    """bench/throughput.py on the ~2 MB prefix, 2 rounds: every engine once per round in
+    alternating order; medians, min/max and the paired ratios follow from the per-round
+    figures in the JSON; tracecore's rows carry the tables' bytes."""
+    import json
+    import statistics
+
+    import throughput
+
+    out = tmp_path / "tp.json"
+    argv = [text_prefix["path"], "--repeat", "2", "--no-cpp-peer", "--json", str(out)]
+    assert throughput.main(argv) == 0
+    doc = json.loads(out.read_text())
+    labels = ["tracecore thr=1", "tracecore thr=0", "protobuf-py"]
+    assert [r["label"] for r in doc["results"]] == labels
+    runs = doc["runs"]
+    assert [(r["round"], r["label"]) for r in runs] == [(0, lb) for lb in labels] + [
+        (1, lb) for lb in reversed(labels)
+    ]
+    assert all("error" not in r and r["events"] == text_prefix["events"] for r in runs)
+    mbps = {lb: [r["mb_per_s"] for r in runs if r["label"] == lb] for lb in labels}
+    for row in doc["results"]:
+        xs = mbps[row["label"]]
+        assert row["rounds"] == row["ok_rounds"] == 2
+        assert row["all_mb_per_s"] == xs
+        assert row["mb_per_s"] == pytest.approx(statistics.median(xs))
+        assert (row["mb_per_s_min"], row["mb_per_s_max"]) == (min(xs), max(xs))
+        assert row["events_per_s"] == pytest.approx(
+            row["mb_per_s"] * MB / row["bytes_parsed"] * row["events"]
+        )
+    assert {(q["tracecore"], q["peer"]) for q in doc["ratios"]} == {
+        ("tracecore thr=1", "protobuf-py"),
+        ("tracecore thr=0", "protobuf-py"),
+    }
+    for q in doc["ratios"]:
+        mine, peer = mbps[q["tracecore"]], mbps[q["peer"]]
+        assert q["per_round"] == pytest.approx([a / b for a, b in zip(mine, peer, strict=True)])
+        assert q["paired_median"] == pytest.approx(statistics.median(q["per_round"]))
+        ratio = statistics.median(mine) / statistics.median(peer)
+        assert q["ratio_of_medians"] == pytest.approx(ratio)
+
+    from tracecore._arrow import buffer_bytes
+
+    trace = tracecore.open(text_prefix["path"])
+    tables = buffer_bytes(trace.table(name) for name in trace.table_names)
+    for r in runs:
+        if r["label"].startswith("tracecore"):
+            assert r["tables_bytes"] == tables
