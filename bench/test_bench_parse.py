@@ -171,14 +171,55 @@ def test_generated_pair_is_one_message(step_stats_cls, dumps):
     assert last_step_first - first_step_first == (dumps["text"].steps - 1) * dumps["text"].period_us
 
 
-# ---------------------------------------------------------------- throughput.py: paired rounds
+# ------------------------------------------------------- throughput.py: rounds, memory written
+
+
+@pytest.mark.parametrize("advice", [None, "MADV_HUGEPAGE"])
+def test_written_counts_fresh_pages(advice):
+    """throughput._written on memory of a known size: a fresh anonymous mapping written page by
+    page is counted in full (4 KiB faults, or huge pages where advised and the kernel gives
+    them), a mapped file only read is not once its own faults are taken off."""
+    import mmap
+
+    import throughput
+
+    size = 32 << 20
+    buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if advice is not None and hasattr(mmap, advice):
+        buf.madvise(getattr(mmap, advice))
+    f0 = throughput._faults_now()
+    for i in range(0, size, mmap.PAGESIZE):
+        buf[i] = 1
+    f1 = throughput._faults_now()
+    buf.close()
+    written = throughput._written(f0, f1, {})
+    assert written["major_faults"] == 0
+    # + a little for the interpreter's own pages; a huge page counted at its size, not at 4 KiB.
+    # (written_bytes may also count other processes' huge pages: the counter is system-wide.)
+    assert size <= written["written_low_bytes"] <= size + (1 << 20)
+    assert written["written_bytes"] >= written["written_low_bytes"]
+
+    path = make_trace.ensure_pair(SIZE_MB, make_trace.DEFAULT_OUT)["text"].path
+    f0 = throughput._faults_now()
+    with (
+        open(path, "rb") as f,
+        mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ) as m,
+    ):
+        m.madvise(mmap.MADV_SEQUENTIAL)
+        for i in range(0, len(m), mmap.PAGESIZE):
+            m[i]
+    f1 = throughput._faults_now()
+    read_only = throughput._written(f0, f1, {}, throughput._file_faults(path))
+    assert read_only["minor_faults"] > 0
+    assert read_only["written_low_bytes"] <= 1 << 20
 
 
 def test_throughput_paired_rounds(tmp_path, text_prefix, tracecore):
     """bench/throughput.py on the ~2 MB prefix, 2 rounds: every engine once per round in
     alternating order; medians, min/max and the paired ratios follow from the per-round
-    figures in the JSON; tracecore's rows carry the tables' bytes."""
+    figures in the JSON; tracecore's rows carry the tables' bytes and the memory written."""
     import json
+    import mmap
     import statistics
 
     import throughput
@@ -219,6 +260,16 @@ def test_throughput_paired_rounds(tmp_path, text_prefix, tracecore):
 
     trace = tracecore.open(text_prefix["path"])
     tables = buffer_bytes(trace.table(name) for name in trace.table_names)
+    page = mmap.PAGESIZE
     for r in runs:
-        if r["label"].startswith("tracecore"):
-            assert r["tables_bytes"] == tables
+        if not r["label"].startswith("tracecore"):
+            continue
+        assert r["tables_bytes"] == tables
+        assert r["anon_faults"] == max(0, r["minor_faults"] - r["file_faults"])
+        assert 0 <= r["thp_faults"] <= r["anon_faults"]
+        assert r["written_bytes"] >= r["written_low_bytes"] >= r["anon_faults"] * page
+        assert r["written_bytes"] % page == 0
+        assert r["written_over_tables"] == pytest.approx(r["written_bytes"] / tables)
+        assert r["written_with_tables_bytes"] > 0  # open() and then every table built
+    peer_runs = [r for r in runs if r["label"] == "protobuf-py"]
+    assert all(r["written_bytes"] > 0 and "written_over_tables" not in r for r in peer_runs)

@@ -1,5 +1,5 @@
-"""Parse throughput and peak memory of tracecore.open(), next to protobuf's own parsers, in
-paired rounds.
+"""Parse throughput, peak memory and memory written of tracecore.open(), next to protobuf's
+own parsers, in paired rounds.
 
     python bench/throughput.py FILE [FILE...] [--repeat N] [--no-peer] [--json OUT]
     python bench/throughput.py --generate SIZE_MB [...]     (make_trace.py text + binary first)
@@ -22,6 +22,8 @@ Engines:
 Peak RSS is the child's own (VmHWM, cross-checked with os.wait4's rusage of that child). +RSS
 is that peak minus the RSS just before the call, after a warm-up on the bundled sample (so
 pyarrow's one-time loading of its compute kernels is in the baseline, not in the figure).
+Memory written is the fresh memory the call faulted in, from the kernel's page fault counters
+(see _written); tracecore's rows set it against the bytes of the tables the parse produced.
 
 MB/s = bytes parsed / seconds / 1e6; the file is read once beforehand so every run starts with
 a warm page cache. Seconds are wall time of the parse call only (the peers get their input
@@ -31,6 +33,7 @@ already in memory; tracecore gets a path and maps/reads the file itself).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -62,6 +65,147 @@ def _kib_status() -> dict[str, int]:
     return out
 
 
+# Memory written by a parse: the kernel counts page faults per process (getrusage's ru_minflt,
+# all threads), transparent huge pages only system-wide (/proc/vmstat thp_fault_alloc for 2 MiB
+# pages; per size in /sys/kernel/mm/transparent_hugepage/hugepages-<N>kB/stats/anon_fault_alloc).
+# The first write to a fresh anonymous page faults once and the kernel clears the whole page:
+# 4 KiB, or a huge page where the range is advised MADV_HUGEPAGE (tracecore's column slabs and
+# large buffers; /sys/kernel/mm/transparent_hugepage/enabled decides). So
+#   written ~= page size x (anonymous faults - huge page faults) + sum(huge page faults x size)
+# anonymous faults = minor faults - the faults of reading the mapped input file (measured by
+# mapping and reading the same file afterwards: _file_faults), huge page faults = the
+# system-wide delta less the rate measured with this process asleep (_thp_rate), but at least
+# the growth of this process's own AnonHugePages and at most its anonymous faults. Memory the
+# process had faulted in before (a reused heap block) is not counted: this is fresh memory.
+_THP_DIR = Path("/sys/kernel/mm/transparent_hugepage")
+
+
+def _page_faults() -> tuple[int, int]:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_minflt, ru.ru_majflt
+
+
+def _thp_faults() -> dict[int, int]:
+    """{huge page bytes: huge pages allocated at a fault so far}, system-wide: vmstat's
+    thp_fault_alloc (PMD size) and, with multi-size THP (Linux 6.8+), the other sizes'
+    anon_fault_alloc. Empty without THP."""
+    out: dict[int, int] = {}
+    try:
+        pmd = int((_THP_DIR / "hpage_pmd_size").read_text())
+    except (OSError, ValueError):
+        pmd = 2 << 20
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "thp_fault_alloc":
+                    out[pmd] = int(value)
+    except OSError:
+        pass
+    for d in _THP_DIR.glob("hugepages-*kB"):
+        try:
+            size = int(d.name[len("hugepages-") : -len("kB")]) * 1024
+            if size not in out:
+                out[size] = int((d / "stats" / "anon_fault_alloc").read_text())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _anon_huge_bytes() -> int:
+    """This process's anonymous memory mapped as PMD-size huge pages now (smaps_rollup)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _faults_now() -> tuple[int, int, dict[int, int], float, int]:
+    """(minor faults, major faults, system-wide THP faults per size, perf_counter, this
+    process's AnonHugePages bytes)."""
+    minor, major = _page_faults()
+    return minor, major, _thp_faults(), time.perf_counter(), _anon_huge_bytes()
+
+
+def _thp_rate(seconds: float) -> dict[int, float]:
+    """System-wide THP faults per second while this process sleeps ``seconds`` (0.05 to 1 s):
+    the other processes' share, taken off the deltas measured around a parse."""
+    window = min(max(seconds, 0.05), 1.0)
+    a = _thp_faults()
+    time.sleep(window)
+    b = _thp_faults()
+    return {size: (n - a.get(size, n)) / window for size, n in b.items()}
+
+
+def _file_faults(path: str) -> int:
+    """Minor faults of reading every page of ``path`` through a private read-only mapping
+    advised MADV_SEQUENTIAL, the way tracecore maps its input (the kernel maps several cached
+    pages per fault: fault-around). Mapped 64 MiB at a time and unmapped, so the resident set
+    stays small; run after the measurement."""
+    import mmap
+
+    window = 64 << 20
+    size = os.path.getsize(path)
+    before, _ = _page_faults()
+    with open(path, "rb") as f:
+        for offset in range(0, size, window):
+            length = min(window, size - offset)
+            m = mmap.mmap(
+                f.fileno(), length, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ, offset=offset
+            )
+            try:
+                if hasattr(mmap, "MADV_SEQUENTIAL"):
+                    m.madvise(mmap.MADV_SEQUENTIAL)
+                for i in range(0, length, mmap.PAGESIZE):
+                    m[i]
+            finally:
+                m.close()
+    return _page_faults()[0] - before
+
+
+def _written(f0: tuple, f1: tuple, idle_rate: dict[int, float], file_faults: int = 0) -> dict:
+    """Memory written between two _faults_now() readings of this process (see above)."""
+    import mmap
+
+    seconds = f1[3] - f0[3]
+    anon = max(0, f1[0] - f0[0] - file_faults)
+    thp_system = {size: n - f0[2].get(size, n) for size, n in f1[2].items()}
+    # Huge pages this process still maps that it did not before: a lower bound of its own
+    # huge page faults (exact unless some were freed or split within the window).
+    grown = max(0, f1[4] - f0[4])
+    huge_faults = huge_bytes = 0
+    low_faults = low_bytes = 0
+    for size, raw in sorted(thp_system.items(), reverse=True):
+        # the system-wide delta less the other processes' share (their rate while we slept),
+        # within [the huge pages this process gained, min(the delta, this process's faults)]
+        high = max(0, min(raw, anon - huge_faults))
+        low = min(grown // size if size == max(thp_system) else 0, high)
+        n = min(max(round(raw - idle_rate.get(size, 0.0) * seconds), low), high)
+        huge_faults += n
+        huge_bytes += n * size
+        low_faults += low
+        low_bytes += low * size
+    page = mmap.PAGESIZE
+    return {
+        "minor_faults": f1[0] - f0[0],
+        "major_faults": f1[1] - f0[1],
+        "anon_faults": anon,
+        "thp_faults": huge_faults,
+        "thp_faults_system": {str(size): n for size, n in thp_system.items() if n},
+        "anon_huge_growth_bytes": grown,
+        "written_bytes": (anon - huge_faults) * page + huge_bytes,
+        # counting as huge only the pages this process gained: exact where the call frees no
+        # huge page (a plain parse), too low where it does (.gz: the inflated text)
+        "written_low_bytes": (anon - low_faults) * page + low_bytes,
+    }
+
+
 def _child_tracecore(spec: dict) -> dict:
     import tracecore  # imports pyarrow too: part of the baseline RSS
 
@@ -69,9 +213,11 @@ def _child_tracecore(spec: dict) -> dict:
     # the first time a table is built; that is the library's one-time cost, not the parse's.
     _ = tracecore.open(tracecore.sample_path()).events
     base = _kib_status()
+    f0 = _faults_now()
     t0 = time.perf_counter()
     trace = tracecore.open(spec["path"], threads=spec["threads"])
     t1 = time.perf_counter()
+    f1 = _faults_now()
     n_events = len(trace)
     t2 = time.perf_counter()
     events_rows = trace.events.num_rows
@@ -79,6 +225,10 @@ def _child_tracecore(spec: dict) -> dict:
     after = _kib_status()
     stats = dict(getattr(trace, "stats", {}) or {})
     tables = _table_bytes(trace)  # after the RSS readings: it builds every table
+    f2 = _faults_now()
+    # after every reading: the idle THP rate, then the input file's own faults
+    idle = _thp_rate(t1 - t0)
+    file_faults = _file_faults(spec["path"])
     return {
         "seconds": t1 - t0,
         "events_table_seconds": t3 - t2,
@@ -95,6 +245,11 @@ def _child_tracecore(spec: dict) -> dict:
         "file_rss_after_kib": after.get("RssFile"),
         "tracecore_version": getattr(tracecore, "__version__", None),
         "tables_bytes": tables,
+        "file_faults": file_faults,
+        "thp_idle_per_s": {str(size): rate for size, rate in idle.items() if rate},
+        **_written(f0, f1, idle, file_faults),
+        # open() and then every table built (t.events, t.table(name) for all)
+        "written_with_tables_bytes": _written(f0, f2, idle, file_faults)["written_bytes"],
     }
 
 
@@ -146,6 +301,7 @@ def _child_peer_py(spec: dict) -> dict:
     text = data.decode("utf-8") if spec["format"] == "text" else None
     base = _kib_status()
     msg = cls()
+    f0 = _faults_now()
     t0 = time.perf_counter()
     if text is not None:
         # NodeDef.attr and such may be undeclared in the test messages: skip them in text too.
@@ -153,6 +309,7 @@ def _child_peer_py(spec: dict) -> dict:
     else:
         msg.ParseFromString(data)
     t1 = time.perf_counter()
+    f1 = _faults_now()
     stats = msg.step_stats if spec["kind"] == "RunMetadata" else msg
     n_events = sum(len(d.node_stats) for d in stats.dev_stats)
     after = _kib_status()
@@ -166,6 +323,7 @@ def _child_peer_py(spec: dict) -> dict:
         "anon_rss_after_kib": after.get("RssAnon"),
         "protobuf_version": pb_version,
         "protobuf_impl": api_implementation.Type(),
+        **_written(f0, f1, _thp_rate(t1 - t0)),
     }
 
 
@@ -313,6 +471,10 @@ def _row(file: str, size: int, fmt: str, engine: str, threads, res: dict, note: 
         if res.get("baseline_anon_kib") is not None and res.get("anon_rss_after_kib") is not None:
             # anonymous memory still held once the parse returned: the result itself
             row["kept_mb"] = (res["anon_rss_after_kib"] - res["baseline_anon_kib"]) * 1024 / MB
+        if res.get("written_bytes") is not None:
+            row["written_mb"] = res["written_bytes"] / MB
+            if res.get("tables_bytes"):
+                row["written_over_tables"] = res["written_bytes"] / res["tables_bytes"]
     row["note"] = note or res.get("note", "")
     return row
 
@@ -350,10 +512,17 @@ def _summarize(runs: list[dict]) -> dict:
         "tables_bytes",
         "tables_mb",
         "tables_over_file",
+        "written_mb",
+        "written_over_tables",
+        "written_low_bytes",
+        "written_with_tables_bytes",
     ):
         xs = [r[key] for r in ok if r.get(key) is not None]
         if xs:
             row[key] = _median(xs)
+    if "written_over_tables" in row:
+        xs = [r["written_over_tables"] for r in ok if r.get("written_over_tables") is not None]
+        row["written_over_tables_max"] = max(xs)
     if any(r.get("count_mismatch") for r in ok):
         row["count_mismatch"] = True
     return row
@@ -496,7 +665,7 @@ def measure_file(path: str, args) -> dict:
 _HEADER = (
     f"{'file':<30} {'MB':>7} {'fmt':<6} {'engine':<18} {'thr':>3} {'MB/s':>7} {'min-max':>13}"
     f" {'events/s':>8} {'events':>8} {'peakRSS':>7} {'+RSS':>5} {'kept':>5} {'tables':>6}"
-    f"  note"
+    f" {'written':>7} {'wr/tab':>6}  note"
 )
 
 
@@ -518,6 +687,7 @@ def _print_row(r: dict) -> None:
         return
     ratio = r.get("tables_over_file")
     tables = f"{ratio:>5.3f}x" if ratio is not None else f"{'-':>6}"
+    wr_tab = r.get("written_over_tables")
     notes = []
     if r.get("note") and "prefix" in r["note"]:
         notes.append(f"[{r['note']}: {r['bytes_parsed'] / MB:.1f} MB parsed]")
@@ -530,6 +700,7 @@ def _print_row(r: dict) -> None:
         f"{head} {r['threads']!s:>3} {r['mb_per_s']:>7.1f} {span:>13}"
         f" {_si(r['events_per_s']):>8} {r['events']:>8} {r['peak_rss_mb']:>7.0f}"
         f" {_opt(r.get('rss_growth_mb'), 5, '.0f')} {_opt(r.get('kept_mb'), 5, '.0f')} {tables}"
+        f" {_opt(r.get('written_mb'), 7, '.1f')} {_opt(wr_tab, 5, '.2f')}{'x' if wr_tab else ' '}"
         "  " + "; ".join(notes)
     )
 
@@ -558,6 +729,8 @@ def _environment() -> dict:
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "loadavg_before": _loadavg(),
     }
+    with contextlib.suppress(OSError):
+        env["thp_enabled"] = (_THP_DIR / "enabled").read_text().strip()
     try:
         with open("/proc/cpuinfo") as f:
             models = (line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
@@ -663,9 +836,10 @@ def main(argv: list[str] | None = None) -> int:
         " (highest round; whole process: interpreter, imports, input copy or mapped file pages);"
         " +RSS: peakRSS minus the RSS just before the parse call; kept: anonymous memory still"
         " held after the call (the parsed result); tables: bytes of the distinct Arrow buffers"
-        " of every table / bytes parsed (issue 4's target: at most 0.2x of a text dump)."
-        " Ratios: tracecore's MB/s over the peer's, median of the per-round ratios and ratio of"
-        f" the medians. Load average after: {env['loadavg_after']}."
+        " of every table / bytes parsed; written: MB of fresh memory the call faulted in (4 KiB"
+        " pages + huge pages, bench/README.md); wr/tab: written / the tables' bytes (issue 27:"
+        " at most 1.2x). Ratios: tracecore's MB/s over the peer's, median of the per-round"
+        f" ratios and ratio of the medians. Load average after: {env['loadavg_after']}."
     )
     if args.json:
         out = {"environment": env, "results": rows, "ratios": ratios, "runs": runs}
