@@ -696,13 +696,14 @@ def _print_row(r: dict) -> None:
     if r["ok_rounds"] < r["rounds"]:
         notes.append(f"{r['rounds'] - r['ok_rounds']} of {r['rounds']} rounds failed")
     span = f"{r['mb_per_s_min']:.1f}-{r['mb_per_s_max']:.1f}"
-    print(
+    line = (
         f"{head} {r['threads']!s:>3} {r['mb_per_s']:>7.1f} {span:>13}"
         f" {_si(r['events_per_s']):>8} {r['events']:>8} {r['peak_rss_mb']:>7.0f}"
         f" {_opt(r.get('rss_growth_mb'), 5, '.0f')} {_opt(r.get('kept_mb'), 5, '.0f')} {tables}"
         f" {_opt(r.get('written_mb'), 7, '.1f')} {_opt(wr_tab, 5, '.2f')}{'x' if wr_tab else ' '}"
         "  " + "; ".join(notes)
     )
+    print(line.rstrip())
 
 
 def _print_ratios(ratios: list[dict]) -> None:
