@@ -169,3 +169,107 @@ def test_generated_pair_is_one_message(step_stats_cls, dumps):
     last_step_first = binary.dev_stats[-blocks_per_step].node_stats[0].all_start_micros
     first_step_first = binary.dev_stats[0].node_stats[0].all_start_micros
     assert last_step_first - first_step_first == (dumps["text"].steps - 1) * dumps["text"].period_us
+
+
+# ------------------------------------------------------- throughput.py: rounds, memory written
+
+
+@pytest.mark.parametrize("advice", [None, "MADV_HUGEPAGE"])
+def test_written_counts_fresh_pages(advice):
+    """throughput._written on memory of a known size: a fresh anonymous mapping written page by
+    page is counted in full (4 KiB faults, or huge pages where advised and the kernel gives
+    them), a mapped file only read is not once its own faults are taken off."""
+    import mmap
+
+    import throughput
+
+    size = 32 << 20
+    buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if advice is not None and hasattr(mmap, advice):
+        buf.madvise(getattr(mmap, advice))
+    f0 = throughput._faults_now()
+    for i in range(0, size, mmap.PAGESIZE):
+        buf[i] = 1
+    f1 = throughput._faults_now()
+    buf.close()
+    written = throughput._written(f0, f1, {})
+    assert written["major_faults"] == 0
+    # + a little for the interpreter's own pages; a huge page counted at its size, not at 4 KiB.
+    # (written_bytes may also count other processes' huge pages: the counter is system-wide.)
+    assert size <= written["written_low_bytes"] <= size + (1 << 20)
+    assert written["written_bytes"] >= written["written_low_bytes"]
+
+    path = make_trace.ensure_pair(SIZE_MB, make_trace.DEFAULT_OUT)["text"].path
+    f0 = throughput._faults_now()
+    with (
+        open(path, "rb") as f,
+        mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ) as m,
+    ):
+        m.madvise(mmap.MADV_SEQUENTIAL)
+        for i in range(0, len(m), mmap.PAGESIZE):
+            m[i]
+    f1 = throughput._faults_now()
+    read_only = throughput._written(f0, f1, {}, throughput._file_faults(path))
+    assert read_only["minor_faults"] > 0
+    assert read_only["written_low_bytes"] <= 1 << 20
+
+
+def test_throughput_paired_rounds(tmp_path, text_prefix, tracecore):
+    """bench/throughput.py on the ~2 MB prefix, 2 rounds: every engine once per round in
+    alternating order; medians, min/max and the paired ratios follow from the per-round
+    figures in the JSON; tracecore's rows carry the tables' bytes and the memory written."""
+    import json
+    import mmap
+    import statistics
+
+    import throughput
+
+    out = tmp_path / "tp.json"
+    argv = [text_prefix["path"], "--repeat", "2", "--no-cpp-peer", "--json", str(out)]
+    assert throughput.main(argv) == 0
+    doc = json.loads(out.read_text())
+    labels = ["tracecore thr=1", "tracecore thr=0", "protobuf-py"]
+    assert [r["label"] for r in doc["results"]] == labels
+    runs = doc["runs"]
+    assert [(r["round"], r["label"]) for r in runs] == [(0, lb) for lb in labels] + [
+        (1, lb) for lb in reversed(labels)
+    ]
+    assert all("error" not in r and r["events"] == text_prefix["events"] for r in runs)
+    mbps = {lb: [r["mb_per_s"] for r in runs if r["label"] == lb] for lb in labels}
+    for row in doc["results"]:
+        xs = mbps[row["label"]]
+        assert row["rounds"] == row["ok_rounds"] == 2
+        assert row["all_mb_per_s"] == xs
+        assert row["mb_per_s"] == pytest.approx(statistics.median(xs))
+        assert (row["mb_per_s_min"], row["mb_per_s_max"]) == (min(xs), max(xs))
+        assert row["events_per_s"] == pytest.approx(
+            row["mb_per_s"] * MB / row["bytes_parsed"] * row["events"]
+        )
+    assert {(q["tracecore"], q["peer"]) for q in doc["ratios"]} == {
+        ("tracecore thr=1", "protobuf-py"),
+        ("tracecore thr=0", "protobuf-py"),
+    }
+    for q in doc["ratios"]:
+        mine, peer = mbps[q["tracecore"]], mbps[q["peer"]]
+        assert q["per_round"] == pytest.approx([a / b for a, b in zip(mine, peer, strict=True)])
+        assert q["paired_median"] == pytest.approx(statistics.median(q["per_round"]))
+        ratio = statistics.median(mine) / statistics.median(peer)
+        assert q["ratio_of_medians"] == pytest.approx(ratio)
+
+    from tracecore._arrow import buffer_bytes
+
+    trace = tracecore.open(text_prefix["path"])
+    tables = buffer_bytes(trace.table(name) for name in trace.table_names)
+    page = mmap.PAGESIZE
+    for r in runs:
+        if not r["label"].startswith("tracecore"):
+            continue
+        assert r["tables_bytes"] == tables
+        assert r["anon_faults"] == max(0, r["minor_faults"] - r["file_faults"])
+        assert 0 <= r["thp_faults"] <= r["anon_faults"]
+        assert r["written_bytes"] >= r["written_low_bytes"] >= r["anon_faults"] * page
+        assert r["written_bytes"] % page == 0
+        assert r["written_over_tables"] == pytest.approx(r["written_bytes"] / tables)
+        assert r["written_with_tables_bytes"] > 0  # open() and then every table built
+    peer_runs = [r for r in runs if r["label"] == "protobuf-py"]
+    assert all(r["written_bytes"] > 0 and "written_over_tables" not in r for r in peer_runs)

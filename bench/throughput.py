@@ -1,20 +1,29 @@
-"""Parse throughput and peak memory of tracecore.open(), next to protobuf's own parsers.
+"""Parse throughput, peak memory and memory written of tracecore.open(), next to protobuf's
+own parsers, in paired rounds.
 
     python bench/throughput.py FILE [FILE...] [--repeat N] [--no-peer] [--json OUT]
     python bench/throughput.py --generate SIZE_MB [...]     (make_trace.py text + binary first)
 
-Every measurement runs in a fresh subprocess, so its peak RSS is its own (the child's VmHWM,
-cross-checked with the rusage of that one child from os.wait4). +RSS is that peak minus the RSS
-just before the call, after a warm-up on the bundled sample (so pyarrow's one-time loading of
-its compute kernels is in the baseline, not in the figure). Rows:
+--repeat N rounds; each round measures every engine once, each in a fresh subprocess, in the
+engines' order on even rounds and the reverse on odd ones (A B C, C B A, ...). The machine's
+speed drifts within minutes, so every figure is the median over the rounds (with the slowest
+and fastest round), and tracecore's ratio to each peer is the median of the per-round ratios
+(the two figures of a round come from the same minutes), next to the ratio of the medians.
+Engines:
 
-  tracecore  threads=1 / threads=0   tracecore.open(FILE, threads=T); best of --repeat runs
+  tracecore  threads=1 / threads=0   tracecore.open(FILE, threads=T)
   protobuf-py (upb)                  text_format.Parse (text) / ParseFromString (binary) of the
                                      same bytes; text files over --peer-full-mb are measured on a
                                      prefix cut at a top-level `dev_stats {` (the row says so)
   protobuf-cpp                       the program named by --cpp-peer-bin (or $TRACECORE_CPP_PEER),
                                      if given: protobuf C++ generated code, not part of this
                                      repository (see bench/README.md); its own parse-time figure
+
+Peak RSS is the child's own (VmHWM, cross-checked with os.wait4's rusage of that child). +RSS
+is that peak minus the RSS just before the call, after a warm-up on the bundled sample (so
+pyarrow's one-time loading of its compute kernels is in the baseline, not in the figure).
+Memory written is the fresh memory the call faulted in, from the kernel's page fault counters
+(see _written); tracecore's rows set it against the bytes of the tables the parse produced.
 
 MB/s = bytes parsed / seconds / 1e6; the file is read once beforehand so every run starts with
 a warm page cache. Seconds are wall time of the parse call only (the peers get their input
@@ -24,11 +33,13 @@ already in memory; tracecore gets a path and maps/reads the file itself).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,6 +65,147 @@ def _kib_status() -> dict[str, int]:
     return out
 
 
+# Memory written by a parse: the kernel counts page faults per process (getrusage's ru_minflt,
+# all threads), transparent huge pages only system-wide (/proc/vmstat thp_fault_alloc for 2 MiB
+# pages; per size in /sys/kernel/mm/transparent_hugepage/hugepages-<N>kB/stats/anon_fault_alloc).
+# The first write to a fresh anonymous page faults once and the kernel clears the whole page:
+# 4 KiB, or a huge page where the range is advised MADV_HUGEPAGE (tracecore's column slabs and
+# large buffers; /sys/kernel/mm/transparent_hugepage/enabled decides). So
+#   written ~= page size x (anonymous faults - huge page faults) + sum(huge page faults x size)
+# anonymous faults = minor faults - the faults of reading the mapped input file (measured by
+# mapping and reading the same file afterwards: _file_faults), huge page faults = the
+# system-wide delta less the rate measured with this process asleep (_thp_rate), but at least
+# the growth of this process's own AnonHugePages and at most its anonymous faults. Memory the
+# process had faulted in before (a reused heap block) is not counted: this is fresh memory.
+_THP_DIR = Path("/sys/kernel/mm/transparent_hugepage")
+
+
+def _page_faults() -> tuple[int, int]:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_minflt, ru.ru_majflt
+
+
+def _thp_faults() -> dict[int, int]:
+    """{huge page bytes: huge pages allocated at a fault so far}, system-wide: vmstat's
+    thp_fault_alloc (PMD size) and, with multi-size THP (Linux 6.8+), the other sizes'
+    anon_fault_alloc. Empty without THP."""
+    out: dict[int, int] = {}
+    try:
+        pmd = int((_THP_DIR / "hpage_pmd_size").read_text())
+    except (OSError, ValueError):
+        pmd = 2 << 20
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "thp_fault_alloc":
+                    out[pmd] = int(value)
+    except OSError:
+        pass
+    for d in _THP_DIR.glob("hugepages-*kB"):
+        try:
+            size = int(d.name[len("hugepages-") : -len("kB")]) * 1024
+            if size not in out:
+                out[size] = int((d / "stats" / "anon_fault_alloc").read_text())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _anon_huge_bytes() -> int:
+    """This process's anonymous memory mapped as PMD-size huge pages now (smaps_rollup)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _faults_now() -> tuple[int, int, dict[int, int], float, int]:
+    """(minor faults, major faults, system-wide THP faults per size, perf_counter, this
+    process's AnonHugePages bytes)."""
+    minor, major = _page_faults()
+    return minor, major, _thp_faults(), time.perf_counter(), _anon_huge_bytes()
+
+
+def _thp_rate(seconds: float) -> dict[int, float]:
+    """System-wide THP faults per second while this process sleeps ``seconds`` (0.05 to 1 s):
+    the other processes' share, taken off the deltas measured around a parse."""
+    window = min(max(seconds, 0.05), 1.0)
+    a = _thp_faults()
+    time.sleep(window)
+    b = _thp_faults()
+    return {size: (n - a.get(size, n)) / window for size, n in b.items()}
+
+
+def _file_faults(path: str) -> int:
+    """Minor faults of reading every page of ``path`` through a private read-only mapping
+    advised MADV_SEQUENTIAL, the way tracecore maps its input (the kernel maps several cached
+    pages per fault: fault-around). Mapped 64 MiB at a time and unmapped, so the resident set
+    stays small; run after the measurement."""
+    import mmap
+
+    window = 64 << 20
+    size = os.path.getsize(path)
+    before, _ = _page_faults()
+    with open(path, "rb") as f:
+        for offset in range(0, size, window):
+            length = min(window, size - offset)
+            m = mmap.mmap(
+                f.fileno(), length, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ, offset=offset
+            )
+            try:
+                if hasattr(mmap, "MADV_SEQUENTIAL"):
+                    m.madvise(mmap.MADV_SEQUENTIAL)
+                for i in range(0, length, mmap.PAGESIZE):
+                    m[i]
+            finally:
+                m.close()
+    return _page_faults()[0] - before
+
+
+def _written(f0: tuple, f1: tuple, idle_rate: dict[int, float], file_faults: int = 0) -> dict:
+    """Memory written between two _faults_now() readings of this process (see above)."""
+    import mmap
+
+    seconds = f1[3] - f0[3]
+    anon = max(0, f1[0] - f0[0] - file_faults)
+    thp_system = {size: n - f0[2].get(size, n) for size, n in f1[2].items()}
+    # Huge pages this process still maps that it did not before: a lower bound of its own
+    # huge page faults (exact unless some were freed or split within the window).
+    grown = max(0, f1[4] - f0[4])
+    huge_faults = huge_bytes = 0
+    low_faults = low_bytes = 0
+    for size, raw in sorted(thp_system.items(), reverse=True):
+        # the system-wide delta less the other processes' share (their rate while we slept),
+        # within [the huge pages this process gained, min(the delta, this process's faults)]
+        high = max(0, min(raw, anon - huge_faults))
+        low = min(grown // size if size == max(thp_system) else 0, high)
+        n = min(max(round(raw - idle_rate.get(size, 0.0) * seconds), low), high)
+        huge_faults += n
+        huge_bytes += n * size
+        low_faults += low
+        low_bytes += low * size
+    page = mmap.PAGESIZE
+    return {
+        "minor_faults": f1[0] - f0[0],
+        "major_faults": f1[1] - f0[1],
+        "anon_faults": anon,
+        "thp_faults": huge_faults,
+        "thp_faults_system": {str(size): n for size, n in thp_system.items() if n},
+        "anon_huge_growth_bytes": grown,
+        "written_bytes": (anon - huge_faults) * page + huge_bytes,
+        # counting as huge only the pages this process gained: exact where the call frees no
+        # huge page (a plain parse), too low where it does (.gz: the inflated text)
+        "written_low_bytes": (anon - low_faults) * page + low_bytes,
+    }
+
+
 def _child_tracecore(spec: dict) -> dict:
     import tracecore  # imports pyarrow too: part of the baseline RSS
 
@@ -61,9 +213,11 @@ def _child_tracecore(spec: dict) -> dict:
     # the first time a table is built; that is the library's one-time cost, not the parse's.
     _ = tracecore.open(tracecore.sample_path()).events
     base = _kib_status()
+    f0 = _faults_now()
     t0 = time.perf_counter()
     trace = tracecore.open(spec["path"], threads=spec["threads"])
     t1 = time.perf_counter()
+    f1 = _faults_now()
     n_events = len(trace)
     t2 = time.perf_counter()
     events_rows = trace.events.num_rows
@@ -71,6 +225,10 @@ def _child_tracecore(spec: dict) -> dict:
     after = _kib_status()
     stats = dict(getattr(trace, "stats", {}) or {})
     tables = _table_bytes(trace)  # after the RSS readings: it builds every table
+    f2 = _faults_now()
+    # after every reading: the idle THP rate, then the input file's own faults
+    idle = _thp_rate(t1 - t0)
+    file_faults = _file_faults(spec["path"])
     return {
         "seconds": t1 - t0,
         "events_table_seconds": t3 - t2,
@@ -87,6 +245,11 @@ def _child_tracecore(spec: dict) -> dict:
         "file_rss_after_kib": after.get("RssFile"),
         "tracecore_version": getattr(tracecore, "__version__", None),
         "tables_bytes": tables,
+        "file_faults": file_faults,
+        "thp_idle_per_s": {str(size): rate for size, rate in idle.items() if rate},
+        **_written(f0, f1, idle, file_faults),
+        # open() and then every table built (t.events, t.table(name) for all)
+        "written_with_tables_bytes": _written(f0, f2, idle, file_faults)["written_bytes"],
     }
 
 
@@ -138,6 +301,7 @@ def _child_peer_py(spec: dict) -> dict:
     text = data.decode("utf-8") if spec["format"] == "text" else None
     base = _kib_status()
     msg = cls()
+    f0 = _faults_now()
     t0 = time.perf_counter()
     if text is not None:
         # NodeDef.attr and such may be undeclared in the test messages: skip them in text too.
@@ -145,6 +309,7 @@ def _child_peer_py(spec: dict) -> dict:
     else:
         msg.ParseFromString(data)
     t1 = time.perf_counter()
+    f1 = _faults_now()
     stats = msg.step_stats if spec["kind"] == "RunMetadata" else msg
     n_events = sum(len(d.node_stats) for d in stats.dev_stats)
     after = _kib_status()
@@ -158,6 +323,7 @@ def _child_peer_py(spec: dict) -> dict:
         "anon_rss_after_kib": after.get("RssAnon"),
         "protobuf_version": pb_version,
         "protobuf_impl": api_implementation.Type(),
+        **_written(f0, f1, _thp_rate(t1 - t0)),
     }
 
 
@@ -286,6 +452,7 @@ def _cpp_peer(peer: Path, path: str, fmt: str, timeout: float) -> dict:
 
 
 def _row(file: str, size: int, fmt: str, engine: str, threads, res: dict, note: str = "") -> dict:
+    """One measurement (one engine, one round) with its derived figures."""
     row = {"file": file, "file_bytes": size, "format": fmt, "engine": engine, "threads": threads}
     row.update(res)
     if "error" not in res:
@@ -304,76 +471,201 @@ def _row(file: str, size: int, fmt: str, engine: str, threads, res: dict, note: 
         if res.get("baseline_anon_kib") is not None and res.get("anon_rss_after_kib") is not None:
             # anonymous memory still held once the parse returned: the result itself
             row["kept_mb"] = (res["anon_rss_after_kib"] - res["baseline_anon_kib"]) * 1024 / MB
+        if res.get("written_bytes") is not None:
+            row["written_mb"] = res["written_bytes"] / MB
+            if res.get("tables_bytes"):
+                row["written_over_tables"] = res["written_bytes"] / res["tables_bytes"]
     row["note"] = note or res.get("note", "")
     return row
 
 
-def _best(results: list[dict]) -> dict:
-    ok = [r for r in results if "error" not in r]
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _summarize(runs: list[dict]) -> dict:
+    """One engine's row over its rounds: medians (and min/max) of the per-round figures."""
+    ok = [r for r in runs if "error" not in r]
+    first = runs[0]
+    keep = ("file", "file_bytes", "format", "engine", "threads", "label", "note")
+    row = {k: first[k] for k in keep if k in first}
+    row["rounds"] = len(runs)
+    row["ok_rounds"] = len(ok)
     if not ok:
-        return results[-1]
-    best = dict(min(ok, key=lambda r: r["seconds"]))
-    best["all_seconds"] = [r["seconds"] for r in ok]
-    # the peak over every repeat: a repeat that happened to peak higher still counts
-    best["peak_rss_kib"] = max(r.get("peak_rss_kib") or r["wait4_maxrss_kib"] for r in ok)
-    best["repeats"] = len(results)
-    return best
+        row["error"] = runs[-1]["error"]
+        return row
+    row["engine"] = ok[0]["engine"]
+    row["bytes_parsed"] = ok[0]["bytes_parsed"]
+    row["events"] = ok[0]["events"]
+    for key in ("seconds", "mb_per_s", "events_per_s"):
+        xs = [r[key] for r in ok if r.get(key) is not None]
+        row[key] = _median(xs)
+        row[key + "_min"] = min(xs, default=None)
+        row[key + "_max"] = max(xs, default=None)
+        row["all_" + key] = [r.get(key) for r in runs]  # by round; None for a failed one
+    # the peak over every round (a round that peaked higher still counts); the rest: medians
+    row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in ok)
+    row["rss_over_file"] = max(r["rss_over_file"] for r in ok if r["rss_over_file"] is not None)
+    for key in (
+        "rss_growth_mb",
+        "kept_mb",
+        "tables_bytes",
+        "tables_mb",
+        "tables_over_file",
+        "written_mb",
+        "written_over_tables",
+        "written_low_bytes",
+        "written_with_tables_bytes",
+    ):
+        xs = [r[key] for r in ok if r.get(key) is not None]
+        if xs:
+            row[key] = _median(xs)
+    if "written_over_tables" in row:
+        xs = [r["written_over_tables"] for r in ok if r.get("written_over_tables") is not None]
+        row["written_over_tables_max"] = max(xs)
+    if any(r.get("count_mismatch") for r in ok):
+        row["count_mismatch"] = True
+    return row
 
 
-def measure_file(path: str, args) -> list[dict]:
+def _ratios(runs: list[dict], labels: list[str]) -> list[dict]:
+    """MB/s of every tracecore setting over every peer's: the median of the per-round ratios
+    (each round's two figures come from the same minutes) and the ratio of the two medians."""
+    by_label: dict[str, dict[int, float]] = {label: {} for label in labels}
+    for r in runs:
+        if "error" not in r and r.get("mb_per_s"):
+            by_label[r["label"]][r["round"]] = r["mb_per_s"]
+    out = []
+    for mine in (lb for lb in labels if lb.startswith("tracecore")):
+        for peer in (lb for lb in labels if not lb.startswith("tracecore")):
+            a, b = by_label[mine], by_label[peer]
+            paired = [a[k] / b[k] for k in sorted(a) if k in b]
+            if not paired:
+                continue
+            out.append(
+                {
+                    "file": runs[0]["file"],
+                    "tracecore": mine,
+                    "peer": peer,
+                    "paired_median": _median(paired),
+                    "paired_min": min(paired),
+                    "paired_max": max(paired),
+                    "paired_rounds": len(paired),
+                    "per_round": paired,
+                    "ratio_of_medians": _median(list(a.values())) / _median(list(b.values())),
+                }
+            )
+    return out
+
+
+def _engines(path: str, fmt: str, kind: str, plain_size: int, args) -> list[dict]:
+    """What to measure on ``path``, in this order within a round: tracecore at each --threads
+    setting, then the peers. Each: label, engine, threads, note, and ``measure()``."""
+    engines = []
+    gz_note = "MB/s over uncompressed bytes" if path.endswith(".gz") else ""
+    for threads in args.threads:
+        spec = {"engine": "tracecore", "path": path, "threads": threads}
+
+        def measure(spec=spec) -> dict:
+            res = _measure_py(spec, args.timeout)
+            if "error" not in res:
+                res["bytes_parsed"] = plain_size  # MB/s counts uncompressed bytes (.gz rows)
+            return res
+
+        label = f"tracecore thr={threads}"
+        engines.append(
+            {
+                "label": label,
+                "engine": "tracecore",
+                "threads": threads,
+                "note": gz_note,
+                "measure": measure,
+            }
+        )
+    if not args.peer:
+        return engines
+    spec = {"engine": "peer_py", "path": path, "format": fmt, "kind": kind}
+    note = ""
+    too_big = fmt == "text" and plain_size > args.peer_full_mb * MB
+    if too_big and kind == "StepStats":
+        spec["prefix_bytes"] = int(args.peer_prefix_mb * MB)
+        note = f"prefix: first {args.peer_prefix_mb:g} MB cut at a top-level dev_stats"
+    if too_big and kind != "StepStats":
+
+        def measure_py() -> dict:
+            return {"error": "RunMetadata text too large for the Python peer"}
+    else:
+
+        def measure_py() -> dict:
+            return _measure_py(spec, args.timeout)
+
+    engines.append(
+        {
+            "label": "protobuf-py",
+            "engine": "protobuf-py",
+            "threads": "-",
+            "note": note,
+            "measure": measure_py,
+        }
+    )
+    peer_bin = args.cpp_peer_path
+    if peer_bin is not None and kind == "StepStats" and not path.endswith(".gz"):
+        engines.append(
+            {
+                "label": "protobuf-cpp",
+                "engine": "protobuf-cpp",
+                "threads": "-",
+                "note": "",
+                "measure": lambda: _cpp_peer(peer_bin, path, fmt, args.timeout),
+            }
+        )
+    return engines
+
+
+def measure_file(path: str, args) -> dict:
+    """``--repeat`` rounds on one file; in each, every engine once (fresh processes), in the
+    order of _engines on even rounds and the reverse on odd ones (A B C, C B A, ...), so
+    that no engine keeps the same place while the machine's speed drifts.
+    Returns {"rows": one summary row per engine, "runs": every measurement, "ratios"}."""
     size = os.path.getsize(path)
     fmt, kind = _detect(path)
     name = os.path.basename(path)
-    rows = []
     plain_size = _warm(path)  # MB/s always counts uncompressed bytes (so .gz rows compare)
-    for threads in args.threads:
-        runs = [
-            _measure_py({"engine": "tracecore", "path": path, "threads": threads}, args.timeout)
-            for _ in range(args.repeat)
-        ]
-        best = _best(runs)
-        if "error" not in best:
-            best["bytes_parsed"] = plain_size
-        note = "MB/s over uncompressed bytes" if path.endswith(".gz") else ""
-        rows.append(_row(name, size, fmt, "tracecore", threads, best, note))
-        _print_row(rows[-1])
-    if args.peer:
-        spec = {"engine": "peer_py", "path": path, "format": fmt, "kind": kind}
-        note = ""
-        too_big = fmt == "text" and plain_size > args.peer_full_mb * MB
-        if too_big and kind == "StepStats":
-            spec["prefix_bytes"] = int(args.peer_prefix_mb * MB)
-            note = f"prefix: first {args.peer_prefix_mb:g} MB cut at a top-level dev_stats"
-        if too_big and kind != "StepStats":
-            err = {"error": "RunMetadata text too large for the Python peer"}
-            rows.append(_row(name, size, fmt, "protobuf-py", "-", err))
-        else:
-            runs = [_measure_py(spec, args.timeout) for _ in range(args.peer_repeat)]
-            best = _best(runs)
-            engine = f"protobuf-py ({best.get('protobuf_impl', '?')})"
-            rows.append(_row(name, size, fmt, engine, "-", best, note))
-        _print_row(rows[-1])
-        peer_bin = args.cpp_peer_path
-        if peer_bin is not None and kind == "StepStats" and not path.endswith(".gz"):
-            runs = [_cpp_peer(peer_bin, path, fmt, args.timeout) for _ in range(args.peer_repeat)]
-            rows.append(_row(name, size, fmt, "protobuf-cpp", "-", _best(runs)))
-            _print_row(rows[-1])
-    # cross-check the event counts of every engine that read the whole file (and the generator's)
-    whole = [r for r in rows if "error" not in r and r.get("bytes_parsed") == plain_size]
-    counts = {f"{r['engine']} threads={r['threads']}": r["events"] for r in whole}
+    engines = _engines(path, fmt, kind, plain_size, args)
+    runs = []
+    for rnd in range(args.repeat):
+        order = engines if rnd % 2 == 0 else engines[::-1]
+        line = []
+        for position, e in enumerate(order):
+            res = e["measure"]()
+            engine = e["engine"]
+            if engine == "protobuf-py" and "protobuf_impl" in res:
+                engine = f"protobuf-py ({res['protobuf_impl']})"
+            row = _row(name, size, fmt, engine, e["threads"], res, e["note"])
+            row.update(label=e["label"], round=rnd, position=position)
+            runs.append(row)
+            line.append(
+                f"{e['label']} " + (f"{row['mb_per_s']:.1f}" if "error" not in row else "ERROR")
+            )
+        print(f"  round {rnd + 1}/{args.repeat} (MB/s): " + ", ".join(line), flush=True)
+    # cross-check the event counts of every run that read the whole file (and the generator's)
+    whole = [r for r in runs if "error" not in r and r.get("bytes_parsed") == plain_size]
+    counts = {f"{r['label']} round {r['round'] + 1}": r["events"] for r in whole}
     if args.expected_events.get(path) is not None:
         counts["generator"] = args.expected_events[path]
     if len(set(counts.values())) > 1:
         print(f"  !! event counts disagree for {name}: {counts}")
         for r in whole:
             r["count_mismatch"] = True
-    return rows
+    labels = [e["label"] for e in engines]
+    rows = [_summarize([r for r in runs if r["label"] == label]) for label in labels]
+    return {"rows": rows, "runs": runs, "ratios": _ratios(runs, labels)}
 
 
 _HEADER = (
-    f"{'file':<34} {'MB':>8} {'fmt':<6} {'engine':<18} {'thr':>3} {'sec':>8} {'MB/s':>8}"
-    f" {'events/s':>9} {'events':>9} {'peakRSS':>8} {'+RSS':>7} {'kept':>6} {'RSS/file':>8}"
-    f" {'tables':>6}  note"
+    f"{'file':<30} {'MB':>7} {'fmt':<6} {'engine':<18} {'thr':>3} {'MB/s':>7} {'min-max':>13}"
+    f" {'events/s':>8} {'events':>8} {'peakRSS':>7} {'+RSS':>5} {'kept':>5} {'tables':>6}"
+    f" {'written':>7} {'wr/tab':>6}  note"
 )
 
 
@@ -384,31 +676,50 @@ def _si(x: float) -> str:
     return f"{x:.0f}"
 
 
+def _opt(x: float | None, width: int, fmt: str) -> str:
+    return f"{x:>{width}{fmt}}" if x is not None else f"{'-':>{width}}"
+
+
 def _print_row(r: dict) -> None:
+    head = f"{r['file'][:30]:<30} {r['file_bytes'] / MB:>7.1f} {r['format']:<6} {r['engine']:<18}"
     if "error" in r:
-        print(
-            f"{r['file'][:34]:<34} {r['file_bytes'] / MB:>8.1f} {r['format']:<6}"
-            f" {r['engine']:<18} {r['threads']!s:>3}  ERROR: {r['error']}"
-        )
+        print(f"{head} {r['threads']!s:>3}  ERROR: {r['error']}")
         return
-    mbs = r["bytes_parsed"] / MB
-    growth = f"{r['rss_growth_mb']:>7.0f}" if r.get("rss_growth_mb") is not None else f"{'-':>7}"
-    kept = f"{r['kept_mb']:>6.0f}" if r.get("kept_mb") is not None else f"{'-':>6}"
     ratio = r.get("tables_over_file")
     tables = f"{ratio:>5.3f}x" if ratio is not None else f"{'-':>6}"
+    wr_tab = r.get("written_over_tables")
     notes = []
     if r.get("note") and "prefix" in r["note"]:
-        notes.append(f"[{r['note']}: {mbs:.1f} MB parsed]")
+        notes.append(f"[{r['note']}: {r['bytes_parsed'] / MB:.1f} MB parsed]")
     elif r.get("note"):
         notes.append(r["note"])
-    if r.get("repeats", 1) > 1:
-        notes.append(f"best of {r['repeats']}")
-    print(
-        f"{r['file'][:34]:<34} {r['file_bytes'] / MB:>8.1f} {r['format']:<6} {r['engine']:<18}"
-        f" {r['threads']!s:>3} {r['seconds']:>8.3f} {r['mb_per_s']:>8.1f}"
-        f" {_si(r['events_per_s']):>9} {r['events']:>9} {r['peak_rss_mb']:>8.0f} {growth} {kept}"
-        f" {r['rss_over_file']:>8.2f} {tables}  " + "; ".join(notes)
+    if r["ok_rounds"] < r["rounds"]:
+        notes.append(f"{r['rounds'] - r['ok_rounds']} of {r['rounds']} rounds failed")
+    span = f"{r['mb_per_s_min']:.1f}-{r['mb_per_s_max']:.1f}"
+    line = (
+        f"{head} {r['threads']!s:>3} {r['mb_per_s']:>7.1f} {span:>13}"
+        f" {_si(r['events_per_s']):>8} {r['events']:>8} {r['peak_rss_mb']:>7.0f}"
+        f" {_opt(r.get('rss_growth_mb'), 5, '.0f')} {_opt(r.get('kept_mb'), 5, '.0f')} {tables}"
+        f" {_opt(r.get('written_mb'), 7, '.1f')} {_opt(wr_tab, 5, '.2f')}{'x' if wr_tab else ' '}"
+        "  " + "; ".join(notes)
     )
+    print(line.rstrip())
+
+
+def _print_ratios(ratios: list[dict]) -> None:
+    for q in ratios:
+        print(
+            f"  {q['tracecore']} / {q['peer']}: paired {q['paired_median']:.2f}x"
+            f" ({q['paired_min']:.2f}-{q['paired_max']:.2f} over {q['paired_rounds']} rounds),"
+            f" ratio of medians {q['ratio_of_medians']:.2f}x"
+        )
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
 
 
 def _environment() -> dict:
@@ -417,7 +728,10 @@ def _environment() -> dict:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "loadavg_before": _loadavg(),
     }
+    with contextlib.suppress(OSError):
+        env["thp_enabled"] = (_THP_DIR / "enabled").read_text().strip()
     try:
         with open("/proc/cpuinfo") as f:
             models = (line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
@@ -447,7 +761,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--unique-names", action="store_true", help="with --generate")
     ap.add_argument("--out", default=str(BENCH_DIR / "data"), help="with --generate")
-    ap.add_argument("--repeat", type=int, default=3, help="tracecore runs per setting (best wins)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        metavar="N",
+        help="rounds: every engine once per round, fresh processes (default 3)",
+    )
     ap.add_argument("--threads", default="1,0", help="tracecore thread settings (default 1,0)")
     ap.add_argument("--no-peer", dest="peer", action="store_false", help="skip the protobuf peers")
     ap.add_argument("--no-cpp-peer", dest="cpp_peer", action="store_false")
@@ -456,7 +776,6 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("TRACECORE_CPP_PEER"),
         help="the protobuf C++ peer program (default: $TRACECORE_CPP_PEER; see bench/README.md)",
     )
-    ap.add_argument("--peer-repeat", type=int, default=1)
     ap.add_argument(
         "--peer-full-mb",
         type=float,
@@ -493,27 +812,41 @@ def main(argv: list[str] | None = None) -> int:
     elif wanted and args.cpp_peer_path is None:
         print("(no C++ peer given: --cpp-peer-bin or $TRACECORE_CPP_PEER; no protobuf-cpp row)")
 
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     env = _environment()
     print(
         f"{env.get('cpu_model')}, {env['cpus']} CPUs, Python {env['python']},"
-        f" protobuf {env.get('protobuf')}"
+        f" protobuf {env.get('protobuf')}, load average {env['loadavg_before']}"
     )
-    print(_HEADER)
-    rows = []
+    rows, runs, ratios = [], [], []
     for f in files:
-        rows.extend(measure_file(f, args))
+        print(f"{os.path.basename(f)}: {args.repeat} rounds")
+        result = measure_file(f, args)
+        rows.extend(result["rows"])
+        runs.extend(result["runs"])
+        ratios.extend(result["ratios"])
+        print(_HEADER)
+        for row in result["rows"]:
+            _print_row(row)
+        _print_ratios(result["ratios"])
+    env["loadavg_after"] = _loadavg()
     print(
-        "MB = 1e6 bytes. MB/s, events/s: over the bytes actually parsed (best run). peakRSS: the"
-        " child's VmHWM in MB (whole process: interpreter, imports, input copy or mapped file"
-        " pages); +RSS: peakRSS minus the RSS just before the parse call; kept: anonymous memory"
-        " still held after the call (the parsed result); RSS/file: peakRSS / bytes parsed;"
-        " tables: bytes of the distinct Arrow buffers of every table / bytes parsed (issue 4's"
-        " target: at most 0.2x of a text dump)."
+        "MB = 1e6 bytes. Medians over the rounds (min-max: MB/s of the slowest and fastest"
+        " round); MB/s, events/s over the bytes actually parsed. peakRSS: the child's VmHWM in MB"
+        " (highest round; whole process: interpreter, imports, input copy or mapped file pages);"
+        " +RSS: peakRSS minus the RSS just before the parse call; kept: anonymous memory still"
+        " held after the call (the parsed result); tables: bytes of the distinct Arrow buffers"
+        " of every table / bytes parsed; written: MB of fresh memory the call faulted in (4 KiB"
+        " pages + huge pages, bench/README.md); wr/tab: written / the tables' bytes (issue 27:"
+        " at most 1.2x). Ratios: tracecore's MB/s over the peer's, median of the per-round"
+        f" ratios and ratio of the medians. Load average after: {env['loadavg_after']}."
     )
     if args.json:
-        Path(args.json).write_text(json.dumps({"environment": env, "results": rows}, indent=1))
+        out = {"environment": env, "results": rows, "ratios": ratios, "runs": runs}
+        Path(args.json).write_text(json.dumps(out, indent=1))
         print(f"wrote {args.json}")
-    return 0 if all("error" not in r for r in rows if r["engine"] == "tracecore") else 1
+    return 0 if all("error" not in r for r in runs if r["engine"] == "tracecore") else 1
 
 
 if __name__ == "__main__":
