@@ -1,7 +1,7 @@
 """Generate large StepStats dumps (protobuf text, optionally binary) from a small seed dump.
 
     python bench/make_trace.py SIZE_MB [--out DIR] [--seed-file PATH] [--binary] [--gzip]
-                               [--unique-names] [--period-us N]
+                               [--unique-names] [--period-us N] [--few-blocks]
 
 The seed's top-level `dev_stats { ... }` blocks (one training step) are repeated as many steps
 as needed to reach about SIZE_MB megabytes (1 MB = 1e6 bytes) of text. Step k is the seed with
@@ -10,6 +10,11 @@ scheduled_nanos if present) shifted by k * period, so the steps follow one anoth
 a training loop. Node names stay identical across steps (as in a real loop) unless
 --unique-names, which puts `stepK/` in front of every node_name (a prefix rather than a suffix
 keeps the `name:OpType` ending of GPU-stream records intact) so the string pool keeps growing.
+
+--few-blocks lays the same records out as one long step's RunMetadata does: one block per device
+of the seed (7 for seed 000), each holding that device's records of every step in step order,
+instead of the seed's blocks repeated once per step (966 blocks at 200 MB). Parsers see a few
+very large blocks, whose columns cannot be sized from the first ones.
 
 Text is produced by patching the seed's text (the layout is exactly the seed's: TensorFlow's
 one-field-per-line, 2-space print layout) and written step by step, so memory stays bounded.
@@ -174,6 +179,22 @@ class _StepTemplate:
         return b"".join(parts)
 
 
+def _split_blocks(blocks: bytes) -> list[tuple[bytes, bytes, bytes]]:
+    """Each top-level `dev_stats {` block as (header, node_stats records, footer)."""
+    out = []
+    starts = [m.start() for m in re.finditer(rb"^dev_stats \{", blocks, re.M)]
+    for i, start in enumerate(starts):
+        block = blocks[start : starts[i + 1] if i + 1 < len(starts) else len(blocks)]
+        first = block.find(b"\n  node_stats {") + 1
+        last = block.rfind(b"\n  }\n") + len(b"\n  }\n")
+        if first <= 0 or last < first:
+            raise ValueError("a dev_stats block without node_stats (expected TF's print layout)")
+        if re.search(rb"^  [a-z_]+", block[last:], re.M):
+            raise ValueError("fields after a block's node_stats: --few-blocks cannot move them")
+        out.append((block[:first], block[first:last], block[last:]))
+    return out
+
+
 def _open_out(path: Path, gzip_level: int):
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.name.endswith(".gz"):
@@ -198,25 +219,40 @@ def make_text(
     period_us: int | None = None,
     steps: int | None = None,
     gzip_level: int = 1,
+    few_blocks: bool = False,
 ) -> TraceInfo:
     """Write a StepStats text dump of about size_mb MB (or exactly `steps` steps) to out_path.
 
     A path ending in .gz is gzip-compressed (size_mb still counts uncompressed bytes).
+    `few_blocks`: one block per seed block holding every step's records (see the module doc).
     """
     t0 = time.perf_counter()
-    tpl = _StepTemplate(load_seed_blocks(seed_file), unique_names)
+    blocks = load_seed_blocks(seed_file)
+    tpl = _StepTemplate(blocks, unique_names)
     period = period_us or tpl.default_period_us
     out_path = Path(out_path)
     first = tpl.render(0, period)
     if steps is None:
         steps = _steps_for(size_mb, len(first))
-    plain = len(first)
+    plain = 0
     with _open_out(out_path, gzip_level) as f:
-        f.write(first)
-        for k in range(1, steps):
-            chunk = tpl.render(k, period)
-            plain += len(chunk)
-            f.write(chunk)
+        if few_blocks:
+            for header, body, footer in _split_blocks(blocks):
+                body_tpl = _StepTemplate(body, unique_names)
+                f.write(header)
+                for k in range(steps):
+                    chunk = body_tpl.render(k, period)
+                    plain += len(chunk)
+                    f.write(chunk)
+                f.write(footer)
+                plain += len(header) + len(footer)
+        else:
+            f.write(first)
+            plain = len(first)
+            for k in range(1, steps):
+                chunk = tpl.render(k, period)
+                plain += len(chunk)
+                f.write(chunk)
     return TraceInfo(
         path=str(out_path),
         format="text",
@@ -250,6 +286,7 @@ def make_binary(
     period_us: int | None = None,
     steps: int | None = None,
     gzip_level: int = 1,
+    few_blocks: bool = False,
 ) -> TraceInfo:
     """Write the binary StepStats equal to make_text(...) with the same arguments.
 
@@ -286,7 +323,9 @@ def make_binary(
     out_path = Path(out_path)
     plain = 0
     with _open_out(out_path, gzip_level) as f:
-        for k in range(steps):
+        if few_blocks:
+            plain = _write_few_blocks(f, msg, unique_names, steps, period)
+        for k in range(0 if not few_blocks else steps, steps):  # the steps one after another
             shift = k * period
             for obj, field, base, scale in slots:
                 setattr(obj, field, base + shift * scale)
@@ -312,9 +351,53 @@ def make_binary(
     )
 
 
-def default_name(size_mb: float, seed_file=DEFAULT_SEED, unique_names=False) -> str:
+def _write_few_blocks(f, msg, unique_names: bool, steps: int, period: int) -> int:
+    """Writes `msg`'s blocks, each holding its records of every step (StepStats.dev_stats = 1,
+    DeviceStepStats.node_stats = 2, length-delimited); returns the bytes written."""
+    from make_xspace import varint as _varint
+
+    plain = 0
+    for dev in msg.dev_stats:
+        head = type(dev)()
+        head.CopyFrom(dev)
+        del head.node_stats[:]
+        parts = [head.SerializeToString()]
+        nodes = list(dev.node_stats)
+        slots = []
+        for node in nodes:
+            for field in _NODE_TIME_FIELDS:
+                v = getattr(node, field)
+                if v:
+                    slots.append((node, field, v, _SHIFTED_FIELDS[field]))
+            for mem in node.memory:
+                for rec in mem.allocation_records:
+                    if rec.alloc_micros:
+                        slots.append((rec, "alloc_micros", rec.alloc_micros, 1))
+        names = [(node, node.node_name) for node in nodes] if unique_names else []
+        for k in range(steps):
+            shift = k * period
+            for obj, field, base, scale in slots:
+                setattr(obj, field, base + shift * scale)
+            for node, name in names:
+                node.node_name = f"step{k}/" + name
+            for node in nodes:
+                body = node.SerializeToString()
+                parts.append(b"\x12" + _varint(len(body)) + body)
+        content = b"".join(parts)
+        chunk = b"\x0a" + _varint(len(content)) + content
+        plain += len(chunk)
+        f.write(chunk)
+    return plain
+
+
+def default_name(
+    size_mb: float, seed_file=DEFAULT_SEED, unique_names=False, few_blocks=False
+) -> str:
     stem = Path(seed_file).name.split(".")[0]
-    return f"{stem}_{size_mb:g}MB{'_unique' if unique_names else ''}"
+    return (
+        f"{stem}_{size_mb:g}MB{'_unique' if unique_names else ''}"
+        f"{'_fewblocks' if few_blocks else ''}"
+    )
 
 
 def ensure_pair(
@@ -408,16 +491,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--period-us", type=int, default=None, help="step period (default: seed span + gap)"
     )
+    ap.add_argument(
+        "--few-blocks",
+        action="store_true",
+        help="one block per seed device holding every step's records (one long step's layout)",
+    )
     ap.add_argument("--name", default=None, help="output base name (default <seed>_<size>MB)")
     args = ap.parse_args(argv)
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_gitignore(out_dir)
-    name = args.name or default_name(args.size_mb, args.seed_file, args.unique_names)
+    name = args.name or default_name(
+        args.size_mb, args.seed_file, args.unique_names, args.few_blocks
+    )
     gz = ".gz" if args.gzip else ""
     common = dict(
-        seed_file=args.seed_file, unique_names=args.unique_names, period_us=args.period_us
+        seed_file=args.seed_file,
+        unique_names=args.unique_names,
+        period_us=args.period_us,
+        few_blocks=args.few_blocks,
     )
     text = make_text(args.size_mb, out_dir / f"{name}.pbtxt{gz}", **common)
     infos = [text]

@@ -171,6 +171,28 @@ def test_generated_pair_is_one_message(step_stats_cls, dumps):
     assert last_step_first - first_step_first == (dumps["text"].steps - 1) * dumps["text"].period_us
 
 
+def test_few_blocks_layout_holds_the_same_records(step_stats_cls, tmp_path):
+    """--few-blocks: one block per seed device holding every step's records, text and binary
+    the same message, the same records as the usual layout (a block per device and step)."""
+    from google.protobuf import text_format
+
+    few = {
+        "text": make_trace.make_text(0, tmp_path / "few.pbtxt", steps=3, few_blocks=True),
+        "binary": make_trace.make_binary(0, tmp_path / "few.pb", steps=3, few_blocks=True),
+    }
+    usual = make_trace.make_binary(0, tmp_path / "usual.pb", steps=3)
+    text = text_format.Parse((tmp_path / "few.pbtxt").read_text(), step_stats_cls())
+    binary = step_stats_cls.FromString((tmp_path / "few.pb").read_bytes())
+    steps = step_stats_cls.FromString((tmp_path / "usual.pb").read_bytes())
+    assert text == binary
+    assert len(binary.dev_stats) == len(steps.dev_stats) // 3 == 7
+    assert few["text"].events == few["binary"].events == usual.events == 3 * 2087
+    for k, dev in enumerate(binary.dev_stats):
+        records = [s.node_stats for s in steps.dev_stats[k::7]]
+        assert dev.device == steps.dev_stats[k].device
+        assert list(dev.node_stats) == [n for step in records for n in step]
+
+
 # ------------------------------------------------------- throughput.py: rounds, memory written
 
 
