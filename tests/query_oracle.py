@@ -168,19 +168,23 @@ def occupancy(starts, ends, device_index, devices) -> list[dict]:
 
 
 def occupancy_bins(starts, ends, device_index, devices, bin_ns: int) -> list[dict]:
-    """Rows (device_index, device, bin_start_ns, busy_ns, busy_fraction), device-major then bin."""
+    """Rows (device_index, device, bin_start_ns, busy_ns, busy_fraction), device-major then bin:
+    the bins of the grid ``t0 + k * bin_ns`` (t0: the trace's first start) from the one holding
+    the block's first start up to its last end (at least one), none for an empty block."""
     assert bin_ns > 0
     s, e = clamp_ends(starts, ends)
     dev = [int(d) for d in device_index]
     if not s:
         return []
     t0 = min(s)
-    tmax = max(e)
-    nbins = max(-(-(tmax - t0) // bin_ns), 1)
     rows = []
     for di, name, _kind in devices:
         ivs = [(s[i], e[i]) for i in range(len(s)) if dev[i] == di]
-        for k in range(nbins):
+        if not ivs:
+            continue
+        first = (min(a for a, _ in ivs) - t0) // bin_ns
+        last = -(-(max(b for _, b in ivs) - t0) // bin_ns)  # bins up to the block's last end
+        for k in range(first, max(last, first + 1)):
             lo = t0 + k * bin_ns
             hi = lo + bin_ns
             busy = union_length_in(ivs, lo, hi)

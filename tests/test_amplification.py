@@ -283,14 +283,14 @@ def test_every_child_ran_within_twice_its_budget(results) -> None:
     [
         (
             "occupancy_bins_1ns",
-            "occupancy(bin_ns=1) would make 91098000 rows of 32 bytes, over the output budget "
-            "of 1073741824 bytes (13014000 bins x 7 device blocks; choose a larger bin_ns, or "
-            "raise max_output_bytes)",
+            "occupancy(bin_ns=1) would make 74016000 rows of 32 bytes, over the output budget "
+            "of 1073741824 bytes (the bins over the spans of 7 device blocks; choose a larger "
+            "bin_ns, or raise max_output_bytes)",
         ),
-        # Each trace's 91098 bins (2.9 MB) are within the 10 MB budget; the three are not.
+        # Each trace's 74016 bins (2.4 MB) are within the 10 MB budget; the three are not.
         (
             "set_occupancy_bins_1000ns",
-            "TraceSet.occupancy(bin_ns=1000) would make 273294 rows over 3 traces, 14484582 "
+            "TraceSet.occupancy(bin_ns=1000) would make 222048 rows over 3 traces, 11768544 "
             "bytes with their key columns, over the output budget of 10000000 bytes (choose a "
             "larger bin_ns, or raise max_output_bytes)",
         ),
@@ -301,14 +301,14 @@ def test_bins_past_the_output_budget_are_refused_before_any_is_made(
 ) -> None:
     _, out = results
     refused(out[name], "ValueError", message)
-    # Not one of the bins asked for was made (2.9 GB for bin_ns=1).
+    # Not one of the bins asked for was made (2.4 GB for bin_ns=1).
     assert out[name]["rss_growth"] < 8 * MIB
 
 
 def test_bins_within_the_output_budget_are_made(results) -> None:
     _, out = results
-    completed(out["occupancy_bins_100ns"], rows=130140 * 7)
-    completed(out["set_occupancy_bins_100ns"], rows=3 * 130140 * 7)
+    completed(out["occupancy_bins_100ns"], rows=740160)
+    completed(out["set_occupancy_bins_100ns"], rows=3 * 740160)
 
 
 def test_gzip_bomb_is_decompressed_once(results) -> None:

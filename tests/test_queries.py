@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import random
 import shutil
 import tempfile
 import warnings
@@ -637,10 +638,38 @@ def test_corner_idle_gaps_and_bins():
     assert [(r["busy_ns"], r["span_ns"], r["idle_gaps"], r["max_concurrency"]) for r in occ] == [
         (20, 30, 1, 2), (1, 1, 0, 1)]
     bins = rows(t.occupancy(bin_ns=15))
-    # T0 = 100, max end = 141 -> ceil(41/15) = 3 bins per device
+    # T0 = 100, grid 100 115 130 ...; each device over its own span: device 0 (100 .. 130) in
+    # ceil(30/15) = 2 bins, device 1 (140 .. 141) in the one bin holding it.
     key = lambda r: (r["device_index"], r["bin_start_ns"])  # noqa: E731
     assert [(r["device_index"], r["bin_start_ns"], r["busy_ns"]) for r in sorted(bins, key=key)
-            ] == [(0, 100, 10), (0, 115, 10), (0, 130, 0), (1, 100, 0), (1, 115, 0), (1, 130, 1)]
+            ] == [(0, 100, 10), (0, 115, 10), (1, 130, 1)]
+    assert bins == qo.occupancy_bins(c.starts, c.ends, c.dev, c.devices, 15)
+
+
+@needs_queries
+def test_occupancy_bins_of_blocks_far_apart():
+    # 600 device blocks one second apart (a step each), a few microseconds of events in each:
+    # 1 us bins over the whole 600 s trace would be 600 x 6e8 rows, far past the budget; each
+    # block's own span takes a few bins.
+    intervals, devices = [], []
+    rng = random.Random(27)
+    for b in range(600):
+        devices.append(f"/job:localhost/replica:0/task:0/device:GPU:{b % 8}")
+        base = b * 1_000_000_000 + rng.randrange(0, 5000)
+        for _ in range(rng.randrange(0, 4)):  # some blocks are empty
+            start = base + rng.randrange(0, 7000)
+            intervals.append((b, start, start + rng.choice([0, 1, 999, 1000, 2500])))
+    c = _case_from(intervals, devices)
+    t = c.open()
+    for bin_ns in (1000, 777, 10**6):
+        expected = qo.occupancy_bins(c.starts, c.ends, c.dev, c.devices, bin_ns)
+        got = t.occupancy(bin_ns=bin_ns)
+        assert rows(got) == expected
+        assert t._occupancy_bin_rows(bin_ns) == len(expected)
+    # One grid over the whole trace for every block would pass the default budget.
+    whole_grid = 600 * -(-(max(c.ends) - min(c.starts)) // 1000)
+    assert whole_grid > tracecore._core.DEFAULT_MAX_OUTPUT_BYTES // 32
+    assert 0 < t.occupancy(bin_ns=1000).num_rows < 600 * 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -814,20 +843,36 @@ def test_query_arguments_are_checked(seeds):
 
 # --------------------------------------------------------------------------------------------
 # Output budgets: pairs and time bins are not bounded by the input
+def _bins_over_block_spans(t, bin_ns: int) -> int:
+    """The rows of ``t.occupancy(bin_ns=bin_ns)``, from the events: per device block with
+    events, the bins of the grid from the trace's first start that cover the block's span."""
+    starts = t.events["start_ns"].to_numpy()
+    ends = np.maximum(t.events["end_ns"].to_numpy(), starts)
+    block = t.events["device_index"].to_numpy()
+    t0 = int(starts.min())
+    total = 0
+    for b in np.unique(block):
+        first = (int(starts[block == b].min()) - t0) // bin_ns
+        last = -(-(int(ends[block == b].max()) - t0) // bin_ns)
+        total += max(last - first, 1)
+    return total
+
+
 def test_occupancy_bins_past_the_budget_are_refused_before_any_is_made() -> None:
     # occupancy(bin_ns=1) of the 1.45 MB sample used to build 91 M rows (3 GB, 15 s).
     t = tracecore.open(tracecore.sample_path())
     with pytest.raises(ValueError) as e:
         t.occupancy(bin_ns=1)
+    assert _bins_over_block_spans(t, 1) == 74016000
     assert str(e.value) == (
-        "occupancy(bin_ns=1) would make 91098000 rows of 32 bytes, over the output budget of "
-        "1073741824 bytes (13014000 bins x 7 device blocks; choose a larger bin_ns, or raise "
-        "max_output_bytes)"
+        "occupancy(bin_ns=1) would make 74016000 rows of 32 bytes, over the output budget of "
+        "1073741824 bytes (the bins over the spans of 7 device blocks; choose a larger bin_ns, "
+        "or raise max_output_bytes)"
     )
     rows = t.occupancy(bin_ns=1000).num_rows
-    assert rows == 91098
+    assert rows == _bins_over_block_spans(t, 1000) == 74016
     assert t.occupancy(bin_ns=1000, max_output_bytes=32 * rows).num_rows == rows
-    with pytest.raises(ValueError, match="would make 91098 rows of 32 bytes"):
+    with pytest.raises(ValueError, match="would make 74016 rows of 32 bytes"):
         t.occupancy(bin_ns=1000, max_output_bytes=32 * rows - 1)
     with pytest.raises(TypeError, match="max_output_bytes must be an int"):
         t.occupancy(bin_ns=1000, max_output_bytes=1.5)  # type: ignore[arg-type]

@@ -29,6 +29,19 @@ py::array_t<int64_t> ToArray(const std::vector<int64_t>& v) {
   return out;
 }
 
+// group_stats' result as Python sees it: one int64 array per statistic.
+py::dict StatsDict(const query::GroupStats& s, bool with_weight) {
+  py::dict out;
+  out["n_events"] = ToArray(s.n);
+  out["total_ns"] = ToArray(s.total_ns);
+  out["max_ns"] = ToArray(s.max_ns);
+  out["busy_ns"] = ToArray(s.busy_ns);
+  out["first_start_ns"] = ToArray(s.first_start_ns);
+  out["last_end_ns"] = ToArray(s.last_end_ns);
+  if (with_weight) out["weight"] = ToArray(s.weight);
+  return out;
+}
+
 const int64_t* Column(const Int64s& a, size_t n, const char* what) {
   if (a.ndim() != 1 || static_cast<size_t>(a.shape(0)) != n) {
     throw py::value_error(std::string(what) + " must have one entry per row of start");
@@ -310,21 +323,41 @@ void RegisterQueries(py::module_& m) {
           py::gil_scoped_release release;
           s = query::ComputeGroupStats(rows, ids, static_cast<size_t>(n_groups));
         }
-        py::dict out;
-        out["n_events"] = ToArray(s.n);
-        out["total_ns"] = ToArray(s.total_ns);
-        out["max_ns"] = ToArray(s.max_ns);
-        out["busy_ns"] = ToArray(s.busy_ns);
-        out["first_start_ns"] = ToArray(s.first_start_ns);
-        out["last_end_ns"] = ToArray(s.last_end_ns);
-        if (weight) out["weight"] = ToArray(s.weight);
-        return out;
+        return StatsDict(s, weight.has_value());
       },
       py::arg("start"), py::arg("end"), py::arg("group"), py::arg("n_groups"),
       py::arg("weight") = py::none(),
       "Per group id in [0, n_groups) of rows [start, end) (negative ids: no group): n_events, "
       "total_ns, max_ns, busy_ns (union), first_start_ns, last_end_ns and, with a weight "
       "column, its sum. Ends before their start count as the start.");
+
+  m.def(
+      "group_stats_codes",
+      [](const Int64s& start, const Int64s& end, const Int32s& code, const Int64s& group_of_code,
+         int64_t n_groups, std::optional<Int64s> weight) {
+        if (start.ndim() != 1) throw py::value_error("start must be one-dimensional");
+        if (group_of_code.ndim() != 1) throw py::value_error("group_of_code must be one-dimensional");
+        if (n_groups < 0) throw py::value_error("n_groups must be >= 0");
+        query::GroupedIntervals rows;
+        rows.size = static_cast<size_t>(start.shape(0));
+        rows.start = start.data();
+        rows.end = Column(end, rows.size, "end");
+        if (code.ndim() != 1 || static_cast<size_t>(code.shape(0)) != rows.size) {
+          throw py::value_error("code must have one entry per row of start");
+        }
+        if (weight) rows.weight = Column(*weight, rows.size, "weight");
+        query::GroupStats s;
+        {
+          py::gil_scoped_release release;
+          s = query::ComputeGroupStats(rows, code.data(), static_cast<size_t>(group_of_code.shape(0)),
+                                       group_of_code.data(), static_cast<size_t>(n_groups));
+        }
+        return StatsDict(s, weight.has_value());
+      },
+      py::arg("start"), py::arg("end"), py::arg("code"), py::arg("group_of_code"),
+      py::arg("n_groups"), py::arg("weight") = py::none(),
+      "group_stats with the group of row i given as group_of_code[code[i]] (a dictionary "
+      "column's int32 indices and one group id per dictionary entry, negative: no group).");
 }
 
 }  // namespace tracecore::bindings

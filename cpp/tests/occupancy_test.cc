@@ -56,30 +56,48 @@ TEST(Occupancy, OneRowPerDeviceBlock) {
 
 TEST(Occupancy, BinsSpreadEachBusyPeriod) {
   const auto t = ReadText(kTrace);
-  // T0 = 0, last end 30000: three bins of 10000 per block.
-  //   block 0: [0, 15000) -> 10000 + 5000; [20000, 30000) -> bin 2
-  //   block 1: [1000, 5000) -> 4000 in bin 0
+  // T0 = 0, bins of 10000 on the grid from T0, over each block's own span:
+  //   block 0 (0 .. 30000, three bins): [0, 15000) -> 10000 + 5000; [20000, 30000) -> bin 2
+  //   block 1 (1000 .. 5000, one bin): [1000, 5000) -> 4000 in bin 0
+  //   block 2: no events, no span, no bins
   const OccupancyBinsTable b = OccupancyBins(*t, 10000);
-  EXPECT_COLUMN(b.device_index, {0, 0, 0, 1, 1, 1, 2, 2, 2});
-  EXPECT_COLUMN(b.bin_start_ns, {0, 10000, 20000, 0, 10000, 20000, 0, 10000, 20000});
-  EXPECT_COLUMN(b.busy_ns, {10000, 5000, 10000, 4000, 0, 0, 0, 0, 0});
-  EXPECT_COLUMN(b.busy_fraction, {1.0, 0.5, 1.0, 0.4, 0.0, 0.0, 0.0, 0.0, 0.0});
+  EXPECT_COLUMN(b.device_index, {0, 0, 0, 1});
+  EXPECT_COLUMN(b.bin_start_ns, {0, 10000, 20000, 0});
+  EXPECT_COLUMN(b.busy_ns, {10000, 5000, 10000, 4000});
+  EXPECT_COLUMN(b.busy_fraction, {1.0, 0.5, 1.0, 0.4});
   EXPECT_EQ(t->pool.Get(b.device[3]), "/device:GPU:0/stream:7");
+  EXPECT_EQ(OccupancyBinRows(*t, 10000), 4u);
+}
+
+TEST(Occupancy, BinsOfEachBlockOnTheCommonGrid) {
+  // Blocks 1 and 2 start after block 0 ends: their bins start at the grid bin holding their
+  // first start, not at T0, and stop at their own last end.
+  const auto t = ReadText(R"pb(
+dev_stats { node_stats { node_name: "a" all_start_micros: 1 all_end_rel_micros: 1 } }
+dev_stats { node_stats { node_name: "b" all_start_micros: 4 all_end_rel_micros: 2 } }
+dev_stats { node_stats { node_name: "c" all_start_micros: 9 all_end_rel_micros: 0 } }
+)pb");
+  const OccupancyBinsTable b = OccupancyBins(*t, 1500);
+  // T0 = 1000; block 0 [1000, 2000): grid bin 0; block 1 [4000, 6000): grid bins 2
+  // (4000 .. 5500) and 3 (5500 .. 7000); block 2, zero length at 9000: one bin, grid bin 5.
+  EXPECT_COLUMN(b.device_index, {0, 1, 1, 2});
+  EXPECT_COLUMN(b.bin_start_ns, {1000, 4000, 5500, 8500});
+  EXPECT_COLUMN(b.busy_ns, {1000, 1500, 500, 0});
 }
 
 TEST(Occupancy, PeriodsAcrossBinEdges) {
   const auto t = ReadText(kTrace);
-  // Bins of 7000: ceil(30000 / 7000) = 5, edges 0 7000 14000 21000 28000.
+  // Bins of 7000: block 0 has ceil(30000 / 7000) = 5, edges 0 7000 14000 21000 28000; block 1
+  // (up to 5000) one.
   //   block 0: [0, 15000) -> 7000, 7000, 1000; [20000, 30000) -> 1000 (bin 2), 7000, 2000
   //   block 1: [1000, 5000) -> 4000 in bin 0
   const OccupancyBinsTable b = OccupancyBins(*t, 7000);
-  EXPECT_COLUMN(b.bin_start_ns, {0, 7000, 14000, 21000, 28000, 0, 7000, 14000, 21000, 28000,
-                                 0, 7000, 14000, 21000, 28000});
-  EXPECT_COLUMN(b.busy_ns, {7000, 7000, 2000, 7000, 2000, 4000, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  EXPECT_COLUMN(b.bin_start_ns, {0, 7000, 14000, 21000, 28000, 0});
+  EXPECT_COLUMN(b.busy_ns, {7000, 7000, 2000, 7000, 2000, 4000});
   // One bin wider than the trace.
   const OccupancyBinsTable one = OccupancyBins(*t, 1000000);
-  EXPECT_COLUMN(one.busy_ns, {25000, 4000, 0});
-  EXPECT_COLUMN(one.busy_fraction, {0.025, 0.004, 0.0});
+  EXPECT_COLUMN(one.busy_ns, {25000, 4000});
+  EXPECT_COLUMN(one.busy_fraction, {0.025, 0.004});
 }
 
 TEST(Occupancy, BadBinsAndEmptyTraces) {
@@ -91,7 +109,7 @@ TEST(Occupancy, BadBinsAndEmptyTraces) {
       "dev_stats { node_stats { all_start_micros: 1 } node_stats { all_start_micros: 200000 } }");
   EXPECT_THROW_WITH(OccupancyBins(*long_trace, 1), std::invalid_argument,
                     "occupancy(bin_ns=1) would make 199999000 rows of 32 bytes, over the output "
-                    "budget of 1073741824 bytes (199999000 bins x 1 device blocks");
+                    "budget of 1073741824 bytes (the bins over the spans of 1 device blocks");
   EXPECT_EQ(OccupancyBins(*long_trace, 1000, 32 * 199999).busy_ns.size(), 199999u);
   EXPECT_THROW_WITH(OccupancyBins(*long_trace, 1000, 32 * 199999 - 1), std::invalid_argument,
                     "would make 199999 rows of 32 bytes");

@@ -101,6 +101,14 @@ def group_stats(
     n_groups: int,
     weight: npt.NDArray[np.int64] | None = None,
 ) -> dict[str, npt.NDArray[np.int64]]: ...
+def group_stats_codes(
+    start: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    code: npt.NDArray[np.int32],
+    group_of_code: npt.NDArray[np.int64],
+    n_groups: int,
+    weight: npt.NDArray[np.int64] | None = None,
+) -> dict[str, npt.NDArray[np.int64]]: ...
 
 # Test helpers of the Chrome trace JSON reader (tests/test_json_scanner.py).
 JSON_STAGE1: str

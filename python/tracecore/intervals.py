@@ -37,22 +37,40 @@ def _int64(values: Any, what: str) -> np.ndarray:
 
 
 def group_stats(
-    start: Any, end: Any, group: Any, n_groups: int, weight: Any = None
+    start: Any,
+    end: Any,
+    group: Any,
+    n_groups: int,
+    weight: Any = None,
+    *,
+    group_of_code: Any = None,
 ) -> GroupStats:
     """Statistics of the intervals ``[start, end)`` (an end before its start counts as the
     start) per group id in ``[0, n_groups)``; rows with a negative id are in no group.
 
+    With ``group_of_code``, ``group`` holds int32 codes (a dictionary column's indices) and the
+    group of a row is ``group_of_code[code]``: no per-row id array is made.
+
     Raises:
-        ValueError: columns of different lengths, or an id at or above ``n_groups``.
+        ValueError: columns of different lengths, an id at or above ``n_groups``, or a code
+            outside ``group_of_code``.
         OverflowError: a sum or length that does not fit int64.
     """
-    out = _core.group_stats(
-        _int64(start, "start"),
-        _int64(end, "end"),
-        _int64(group, "group"),
-        int(n_groups),
-        None if weight is None else _int64(weight, "weight"),
-    )
+    weights = None if weight is None else _int64(weight, "weight")
+    if group_of_code is not None:
+        out = _core.group_stats_codes(
+            _int64(start, "start"),
+            _int64(end, "end"),
+            np.ascontiguousarray(group, dtype=np.int32),
+            _int64(group_of_code, "group_of_code"),
+            int(n_groups),
+            weights,
+        )
+    else:
+        out = _core.group_stats(
+            _int64(start, "start"), _int64(end, "end"), _int64(group, "group"), int(n_groups),
+            weights,
+        )
     return GroupStats(
         n_events=out["n_events"],
         total_ns=out["total_ns"],
@@ -73,7 +91,20 @@ def union_length(start: Any, end: Any) -> int:
 def grouped_sum(values: Any, group: Any, n_groups: int) -> np.ndarray:
     """The sum of ``values`` per group id in ``[0, n_groups)`` (negative ids: no group),
     checked: a sum that does not fit int64 raises OverflowError."""
-    zeros = np.zeros(len(np.asarray(values)), dtype=np.int64)
-    weights = group_stats(zeros, zeros, group, n_groups, weight=values).weight
+    v = _int64(values, "weight")
+    g = _int64(group, "group")
+    if len(v) == len(g) and n_groups >= 0 and (len(g) == 0 or int(g.max()) < n_groups):
+        keep = g >= 0
+        kept_v, kept_g = (v, g) if keep.all() else (v[keep], g[keep])
+        # float64 adds integers exactly while every partial sum stays under 2^53: true when
+        # the sum of magnitudes does (with room for its own rounding), which bounds them all.
+        magnitude = np.bincount(kept_g, weights=np.abs(kept_v.astype(np.float64)),
+                                minlength=n_groups)
+        if len(magnitude) == 0 or float(magnitude.max()) < 2.0**52:
+            sums = np.bincount(kept_g, weights=kept_v.astype(np.float64), minlength=n_groups)
+            return sums.astype(np.int64)
+    # Sums near or past int64, or bad ids: the native engine's checked sums and errors.
+    zeros = np.zeros(len(v), dtype=np.int64)
+    weights = group_stats(zeros, zeros, g, n_groups, weight=v).weight
     assert weights is not None
     return weights

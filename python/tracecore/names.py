@@ -408,10 +408,16 @@ class _NameInfo:
             self._classified = _classify(self.norm)
         return self._classified[1]
 
-    def gather(self, per_used: np.ndarray, fill: int) -> np.ndarray:
-        """Row values from one value per used dictionary entry (``fill`` for null names)."""
+    def lookup(self, per_used: np.ndarray, fill: int) -> np.ndarray:
+        """One value per dictionary entry (``fill`` for unused ones) and ``fill`` last, at
+        index ``size`` (the null names'), from one value per used entry."""
         lookup = np.full(self.size + 1, fill, dtype=per_used.dtype)
         lookup[self.used_pos] = per_used
+        return lookup
+
+    def gather(self, per_used: np.ndarray, fill: int) -> np.ndarray:
+        """Row values from one value per used dictionary entry (``fill`` for null names)."""
+        lookup = self.lookup(per_used, fill)
         rows: np.ndarray = (
             lookup[self.indices]
             if self.valid is None
@@ -507,12 +513,13 @@ def names_table(names: Iterable[str] | pa.Array) -> pa.Table:
 
 
 # -- grouped aggregation (the native core's group_stats engine) ---------------------------------
-def _event_bytes(trace: Trace, events: pa.Table) -> np.ndarray:
-    """Per events row, the sum of ``requested_bytes`` of the tensors with its event_id."""
+def _event_bytes(trace: Trace, events: pa.Table) -> np.ndarray | None:
+    """Per events row, the sum of ``requested_bytes`` of the tensors with its event_id (None
+    when there are no tensors: every sum is 0)."""
     n = events.num_rows
     tensors = trace.tensors
     if tensors.num_rows == 0 or n == 0:
-        return np.zeros(n, dtype=np.int64)
+        return None
     ids = to_numpy(tensors.column("event_id"), -1).astype(np.int64, copy=False)
     b = to_numpy(tensors.column("requested_bytes"), 0).astype(np.int64, copy=False)
     eids = to_numpy(events.column("event_id"), -1).astype(np.int64, copy=False)
@@ -527,22 +534,26 @@ def _event_bytes(trace: Trace, events: pa.Table) -> np.ndarray:
 
 
 def _group_table(key_name: str, keys: pa.Array, group: np.ndarray, trace: Trace,
-                 events: pa.Table, with_total: bool) -> pa.Table:
+                 events: pa.Table, with_total: bool,
+                 group_of_code: np.ndarray | None = None) -> pa.Table:
     """One row per key with events: ``n_events``, ``total_ns`` (``with_total``), ``busy_ns``,
-    ``bytes``; ``group``: each event's key index, -1 for none."""
+    ``bytes``; ``group``: each event's key index, -1 for none (with ``group_of_code``: each
+    event's int32 code, whose key index is ``group_of_code[code]``)."""
+    weight = _event_bytes(trace, events)
     stats = group_stats(
         to_numpy(events.column("start_ns"), 0),
         to_numpy(events.column("end_ns"), 0),
         group,
         len(keys),
-        weight=_event_bytes(trace, events),
+        weight=weight,
+        group_of_code=group_of_code,
     )
-    assert stats.weight is not None
+    sums = stats.weight if stats.weight is not None else np.zeros(len(keys), dtype=np.int64)
     columns = {key_name: keys.cast(pa.string()), "n_events": array(stats.n_events)}
     if with_total:
         columns["total_ns"] = array(stats.total_ns)
     columns["busy_ns"] = array(stats.busy_ns)
-    columns["bytes"] = array(stats.weight)
+    columns["bytes"] = array(sums)
     present = stats.n_events > 0
     return pa.table(columns).filter(array(present))
 
@@ -562,7 +573,10 @@ def scopes(trace: Trace, depth: int = 1, *, by: str = "events") -> pa.Table:
     elif by != "events":
         raise ValueError(f"by must be 'events' or 'forward_scope', not {by!r}")
     events = trace.events
-    groups, key_chunks, offset = [], [], 0
+    # Per chunk of node_name: its names, and one scope (a group number) per dictionary entry,
+    # numbered after the groups of the chunks before it.
+    chunks: list[tuple[_NameInfo, np.ndarray]] = []
+    key_chunks, offset = [], 0
     for chunk in _chunks(events.column("node_name")):
         info = _NameInfo(chunk)
         keys = info.norm
@@ -572,19 +586,29 @@ def scopes(trace: Trace, depth: int = 1, *, by: str = "events") -> pa.Table:
         enc = pc.dictionary_encode(scope)
         codes = to_numpy(enc.indices).astype(np.int64)
         null_code = len(enc.dictionary)
-        rows = info.gather(codes, null_code)
-        groups.append(rows + offset)
+        chunks.append((info, info.lookup(codes, null_code) + offset))
         key_chunks.append(pa.concat_arrays([enc.dictionary.cast(pa.string()), array([""])]))
         offset += null_code + 1
-    if not groups:
+    if not chunks:
         return _empty_scopes()
     keys = pa.concat_arrays(key_chunks)
-    group = np.concatenate(groups)
     # Equal scope strings from different chunks (or the null-name group "") merge into one row.
     enc = pc.dictionary_encode(keys)
     remap = to_numpy(enc.indices).astype(np.int64)
-    group = remap[group]
-    table = _group_table("scope", enc.dictionary, group, trace, events, with_total=True)
+    info, lookup = chunks[0]
+    if len(chunks) == 1 and info.valid is None and info.indices.dtype == np.int32:
+        # One chunk without null names (a parsed trace): the native core reads each event's
+        # group through the dictionary indices, so no per-event array is made here.
+        table = _group_table("scope", enc.dictionary, info.indices, trace, events,
+                             with_total=True, group_of_code=remap[lookup[: info.size]])
+    else:
+        group = np.concatenate([
+            lookup[info.indices if info.valid is None
+                   else np.where(info.valid, info.indices, info.size)]
+            for info, lookup in chunks
+        ])
+        table = _group_table("scope", enc.dictionary, remap[group], trace, events,
+                             with_total=True)
     return table.sort_by([("total_ns", "descending"), ("scope", "ascending")])
 
 

@@ -266,12 +266,14 @@ def plot_memory(
 def device_bins(trace: Trace, bin_ns: int) -> tuple[list[str], np.ndarray, int]:
     """Busy fraction per device and time bin: (device names in first-seen order, a
     devices x bins array, bin_ns). The blocks of one device (a device repeats once per step in
-    multi-step dumps) are summed, capped at 1. The first bin starts at the trace's start."""
+    multi-step dumps) are summed, capped at 1. The first bin starts at the trace's start; a
+    device is idle in the bins outside its blocks' spans (which have no occupancy rows), and
+    a device whose blocks have no events has a row of zeros."""
     bins = trace.occupancy(bin_ns=bin_ns)
-    devices = _as_strings(bins["device"])
-    order = list(dict.fromkeys(devices))
-    if not order:
+    if bins.num_rows == 0:
         return [], np.zeros((0, 0)), bin_ns
+    devices = _as_strings(bins["device"])
+    order = list(dict.fromkeys(_as_strings(trace.devices["device"])))
     row_of = {name: i for i, name in enumerate(order)}
     starts = bins["bin_start_ns"].to_numpy()
     first = starts.min()

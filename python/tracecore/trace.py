@@ -365,9 +365,10 @@ class Trace(TableAttributes):
     ) -> pa.Table:
         """How busy each device block is: ``busy_ns`` (union of its intervals), ``span_ns``,
         ``utilization``, ``max_concurrency`` and ``idle_gaps``; with ``bin_ns``, the busy fraction
-        of every time bin (a utilization timeline): one row per device block and bin, 32 bytes
-        each, refused with a ValueError before any is made when they would pass
-        ``max_output_bytes`` (1 GiB by default)."""
+        of every time bin (a utilization timeline): the bins lie on one grid from the trace's
+        first start, and each device block has a row per bin over its own span (first start to
+        last end; none when it has no events), 32 bytes each, refused with a ValueError before
+        any is made when they would pass ``max_output_bytes`` (1 GiB by default)."""
         if by != "device":
             raise ValueError(
                 f"occupancy is computed per device block; by must be 'device', not {by!r}"
@@ -377,8 +378,8 @@ class Trace(TableAttributes):
         return table_from_capsules(_core.occupancy(self._ensure_core(), bin_ns, max_output_bytes))
 
     def _occupancy_bin_rows(self, bin_ns: int) -> int:
-        """The rows ``occupancy(bin_ns=bin_ns)`` would make (one per device block and bin),
-        without making them."""
+        """The rows ``occupancy(bin_ns=bin_ns)`` would make (one per device block and bin of
+        its span), without making them."""
         checked = check_bin_ns(bin_ns)
         if checked is None:
             raise TypeError("bin_ns must be an int, not None")

@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include "core/huge_pages.h"
+#include "core/parallel.h"
+#include "core/uninit_vector.h"
 #include "query/intervals.h"
 #include "query/radix_sort.h"
 
@@ -28,8 +30,15 @@ uint64_t GroupOf(Id id, size_t n_groups) {
   return g;
 }
 
-template <class Id>
-GroupStats Compute(const GroupedIntervals& rows, const Id* group, size_t n_groups) {
+// A row's interval while its group's busy time is computed.
+struct Span {
+  int64_t start;
+  int64_t end;
+};
+
+// `group_of(i)`: the group of row i in [0, n_groups), or kSkip.
+template <class GroupOf>
+GroupStats Compute(const GroupedIntervals& rows, const GroupOf& group_of, size_t n_groups) {
   if (rows.size >= 0xFFFFFFFFull || n_groups >= 0xFFFFFFFFull) {
     throw std::length_error("group_stats supports at most 2^32-1 rows and groups");
   }
@@ -49,11 +58,8 @@ GroupStats Compute(const GroupedIntervals& rows, const Id* group, size_t n_group
   s.category_ns.assign(n_groups * s.n_categories, 0);
   const std::string weight_sum = std::string(rows.weight_name) + " sum";
 
-  std::vector<Interval> items, scratch;
-  items.reserve(rows.size);
-  AdviseHugePages(items.data(), items.capacity() * sizeof(Interval));
   for (size_t i = 0; i < rows.size; ++i) {
-    const uint64_t g = GroupOf(group[i], n_groups);
+    const uint64_t g = group_of(i);
     if (g == kSkip) continue;
     const int64_t start = rows.start[i];
     const int64_t end = std::max(rows.end[i], start);
@@ -73,29 +79,77 @@ GroupStats Compute(const GroupedIntervals& rows, const Id* group, size_t n_group
       int64_t& c = s.category_ns[g * s.n_categories + rows.category[i]];
       c = CheckedAdd(c, length, "category total");
     }
-    items.push_back(Interval{start, end, static_cast<uint32_t>(i), static_cast<uint32_t>(g)});
   }
-  // Busy time: intervals sorted by start, then (stably) by group; each group's run is unioned.
-  RadixSort(items, scratch, [](const Interval& it) { return OrderedKey(it.start); });
-  RadixSort(items, scratch, [](const Interval& it) { return static_cast<uint64_t>(it.group); });
-  size_t i = 0;
-  while (i < items.size()) {
-    size_t j = i;
-    while (j < items.size() && items[j].group == items[i].group) ++j;
-    s.busy_ns[items[i].group] = UnionPeriods(items.data() + i, j - i, [](int64_t, int64_t) {});
-    i = j;
+  // Busy time: the rows of each group (a counting sort by group: 4 bytes a row, the only
+  // buffer as large as the input), then per group its intervals sorted by start and unioned.
+  // The intervals are gathered one group at a time into a buffer the size of the largest group,
+  // so the memory a call touches stays small (fresh memory is what costs most here).
+  std::vector<size_t> begin(n_groups + 1, 0);
+  for (size_t g = 0; g < n_groups; ++g) begin[g + 1] = begin[g] + static_cast<size_t>(s.n[g]);
+  UninitVector<uint32_t> order;
+  ResizeHuge(order, begin.back());
+  {
+    std::vector<size_t> fill(begin.begin(), begin.end() - 1);
+    for (size_t i = 0; i < rows.size; ++i) {
+      const uint64_t g = group_of(i);
+      if (g != kSkip) order[fill[g]++] = static_cast<uint32_t>(i);
+    }
   }
+  const auto size = [&](size_t g) { return begin[g + 1] - begin[g]; };
+  const std::vector<size_t> todo = LargestFirst(n_groups, size);
+  struct Buffers {
+    UninitVector<Span> items, scratch;
+  };
+  const bool parallel = begin.back() >= (size_t{1} << 16);
+  std::vector<Buffers> buffers(WorkerCount(n_groups, parallel));
+  ForEachMaybeParallel(n_groups, parallel, [&](size_t q, size_t w) {
+    const size_t g = todo[q];
+    const size_t n = size(g);
+    if (s.total_ns[g] == 0) return;  // only zero-length intervals: nothing is busy
+    Buffers& buf = buffers[w];
+    if (buf.items.size() < n) ResizeHuge(buf.items, n);
+    Span* items = buf.items.data();
+    const uint32_t* rows_of = order.data() + begin[g];
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = rows_of[k];
+      items[k] = Span{rows.start[i], std::max(rows.end[i], rows.start[i])};
+    }
+    RadixSort(items, n, buf.scratch, [](const Span& it) { return OrderedKey(it.start); });
+    s.busy_ns[g] = UnionPeriods(items, n, [](int64_t, int64_t) {});
+  });
   return s;
+}
+
+template <class Id>
+GroupStats ComputeById(const GroupedIntervals& rows, const Id* group, size_t n_groups) {
+  return Compute(rows, [&](size_t i) { return GroupOf(group[i], n_groups); }, n_groups);
 }
 
 }  // namespace
 
 GroupStats ComputeGroupStats(const GroupedIntervals& rows, const int64_t* group, size_t n_groups) {
-  return Compute(rows, group, n_groups);
+  return ComputeById(rows, group, n_groups);
 }
 
 GroupStats ComputeGroupStats(const GroupedIntervals& rows, const uint32_t* group, size_t n_groups) {
-  return Compute(rows, group, n_groups);
+  return ComputeById(rows, group, n_groups);
+}
+
+GroupStats ComputeGroupStats(const GroupedIntervals& rows, const int32_t* code, size_t n_codes,
+                             const int64_t* group_of_code, size_t n_groups) {
+  for (size_t c = 0; c < n_codes; ++c) GroupOf(group_of_code[c], n_groups);  // checks each
+  return Compute(
+      rows,
+      [&](size_t i) {
+        const int32_t c = code[i];
+        if (c < 0 || static_cast<size_t>(c) >= n_codes) {
+          throw std::invalid_argument("code " + std::to_string(c) + " of row " + std::to_string(i) +
+                                      " is not below the " + std::to_string(n_codes) + " codes");
+        }
+        const int64_t g = group_of_code[c];
+        return g < 0 ? kSkip : static_cast<uint64_t>(g);
+      },
+      n_groups);
 }
 
 }  // namespace tracecore::query

@@ -39,5 +39,10 @@ struct GroupStats {
 // groups (std::length_error).
 GroupStats ComputeGroupStats(const GroupedIntervals& rows, const int64_t* group, size_t n_groups);
 GroupStats ComputeGroupStats(const GroupedIntervals& rows, const uint32_t* group, size_t n_groups);
+// The group of row i is group_of_code[code[i]] (a dictionary column's indices and one group per
+// dictionary entry, negative: no group); a code outside [0, n_codes) throws
+// std::invalid_argument, as does a group id at or above n_groups.
+GroupStats ComputeGroupStats(const GroupedIntervals& rows, const int32_t* code, size_t n_codes,
+                             const int64_t* group_of_code, size_t n_groups);
 
 }  // namespace tracecore::query

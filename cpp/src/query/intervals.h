@@ -55,13 +55,14 @@ void SortIntervals(std::vector<Interval>* items, std::vector<Interval>* scratch)
 
 // Union of intervals sorted by start: calls on_period(begin, end) for each maximal busy period
 // of the positive-length intervals (touching intervals merge). Returns the total busy length.
-template <class OnPeriod>
-int64_t UnionPeriods(const Interval* items, size_t n, OnPeriod&& on_period) {
+// `Item`: an Interval, or anything else with int64 `start` and `end`.
+template <class Item, class OnPeriod>
+int64_t UnionPeriods(const Item* items, size_t n, OnPeriod&& on_period) {
   int64_t busy = 0;
   bool open = false;
   int64_t begin = 0, end = 0;
   for (size_t i = 0; i < n; ++i) {
-    const Interval& it = items[i];
+    const Item& it = items[i];
     if (it.end <= it.start) continue;
     if (open && it.start <= end) {
       if (it.end > end) end = it.end;

@@ -2,6 +2,7 @@
 // tensor-lifetime model reproduced exactly (see docs/queries.md).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -100,9 +101,12 @@ size_t ReplayAllocator(uint32_t allocator, size_t n, const At& at, int64_t basel
 // near 2^64) 24-byte changes are sorted.
 class RecordOrder {
  public:
-  // `keep`: one byte per record (non-zero = replayed), or null for every record.
+  // `keep`: one byte per record (non-zero = replayed), or null for every record. `key_buffer`
+  // and `scratch_buffer` (both or neither): room for one 8-byte key per record each, which the
+  // packed keys and their sort then use instead of buffers of their own (keys_in_buffer()).
   RecordOrder(const AllocRecordTable& r, const std::vector<uint32_t>& allocators, size_t pool_size,
-              const uint8_t* keep)
+              const uint8_t* keep, uint64_t* key_buffer = nullptr,
+              uint64_t* scratch_buffer = nullptr)
       : r_(r), begin_(allocators.size() + 1, 0), lo_(allocators.size(), INT64_MAX) {
     constexpr uint32_t kSkip = UINT32_MAX;
     std::vector<uint32_t> slot(pool_size, kSkip);
@@ -171,7 +175,13 @@ class RecordOrder {
     rows_.assign(allocators.size(), 0);
     if (packed_) {
       mask_ = shift_ == 64 ? ~uint64_t{0} : (uint64_t{1} << shift_) - 1;
-      ResizeHuge(keys_, begin_.back());
+      if (key_buffer != nullptr) {
+        keys_ = key_buffer;
+        in_buffer_ = true;
+      } else {
+        ResizeHuge(own_keys_, begin_.back());
+        keys_ = own_keys_.data();
+      }
       const auto fill_keys = [&](size_t p, auto divisor) {  // constant divisor: no div
         // A local copy of the fill offsets, for the same reason as above.
         std::vector<size_t> fill_at(part_fill.begin() + p * n_alloc,
@@ -196,14 +206,18 @@ class RecordOrder {
       const std::vector<size_t> todo = LargestFirst(allocators.size(), [&](size_t k) { return size(k); });
       ForEachMaybeParallel(todo.size(), parallel(), [&](size_t q, size_t) {
         const size_t k = todo[q];
-        uint64_t* keys = keys_.data() + begin_[k];
+        uint64_t* keys = keys_ + begin_[k];
         const size_t n = size(k);
-        UninitVector<uint64_t> scratch;
-        if (n > (size_t{1} << 22)) {
-          scratch.reserve(n);
-          AdviseHugePages(scratch.data(), n * sizeof(uint64_t));
+        if (in_buffer_) {
+          RadixSortWith(keys, n, scratch_buffer + begin_[k], [](uint64_t key) { return key; }, row_bytes_);
+        } else {
+          UninitVector<uint64_t> scratch;
+          if (n > (size_t{1} << 22)) {
+            scratch.reserve(n);
+            AdviseHugePages(scratch.data(), n * sizeof(uint64_t));
+          }
+          RadixSort(keys, n, scratch, [](uint64_t key) { return key; }, row_bytes_);
         }
-        RadixSort(keys, n, scratch, [](uint64_t key) { return key; }, row_bytes_);
         const int shift = shift_;
         const auto time_of = [shift](uint64_t key) { return shift == 64 ? 0 : key >> shift; };
         size_t distinct = 0;
@@ -232,6 +246,10 @@ class RecordOrder {
 
   size_t total() const { return begin_.back(); }
   size_t size(size_t k) const { return begin_[k + 1] - begin_[k]; }
+  // Where bucket k's changes start (in the key buffer too).
+  size_t begin(size_t k) const { return begin_[k]; }
+  // Whether the keys are in the caller's key buffer (bucket k at begin(k)).
+  bool keys_in_buffer() const { return in_buffer_; }
   // The j-th change of bucket k in replay order; `name` is the record row.
   Change at(size_t k, size_t j) const {
     if (!packed_) return changes_[begin_[k] + j];
@@ -251,7 +269,9 @@ class RecordOrder {
   int shift_ = 0;
   uint64_t mask_ = 0;
   bool packed_ = true;
-  UninitVector<uint64_t> keys_;
+  bool in_buffer_ = false;
+  uint64_t* keys_ = nullptr;  // own_keys_, or the caller's key buffer
+  UninitVector<uint64_t> own_keys_;
   std::vector<Change> changes_;
   std::vector<size_t> rows_;
 };
@@ -272,15 +292,32 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
     }
     allocators = SortedAllocators(t.pool, kept, only);
   }
-  const RecordOrder order(r, allocators, t.pool.size(), record_mask);
+  // Without the live records (whose listing reads the sorted changes again after the replay),
+  // the sort keys live in the time_ns column and the sort's scratch in delta_bytes: each
+  // allocator's timeline rows are written over its own keys, which the replay has read by
+  // then (one row per distinct time, at or before the change it follows). Fresh memory is
+  // the replay's largest cost; this way the output columns are all it takes.
+  ReplayTimeline& timeline = out.timeline;
+  if (!with_live) {
+    ResizeHuge(timeline.time_ns, r.size());
+    ResizeHuge(timeline.delta_bytes, r.size());
+  }
+  // (Signed and unsigned views of the same int64 words: allowed aliasing.)
+  const RecordOrder order(r, allocators, t.pool.size(), record_mask,
+                          with_live ? nullptr : reinterpret_cast<uint64_t*>(timeline.time_ns.data()),
+                          with_live ? nullptr : reinterpret_cast<uint64_t*>(timeline.delta_bytes.data()));
   const size_t n_alloc = allocators.size();
-  // Each allocator writes its own segment of the timeline, in parallel.
+  // Each allocator writes its own segment of the timeline, in parallel: at its rows' final
+  // place, or over its keys (moved into place afterwards).
   std::vector<size_t> first_row(n_alloc + 1, 0);
   for (size_t k = 0; k < n_alloc; ++k) first_row[k + 1] = first_row[k] + order.rows(k);
-  ResizeHuge(out.timeline.allocator, first_row.back());
-  ResizeHuge(out.timeline.time_ns, first_row.back());
-  ResizeHuge(out.timeline.delta_bytes, first_row.back());
-  ResizeHuge(out.timeline.bytes_in_use, first_row.back());
+  const bool over_keys = order.keys_in_buffer();
+  const size_t made = over_keys ? order.total() : first_row.back();
+  const auto segment = [&](size_t k) { return over_keys ? order.begin(k) : first_row[k]; };
+  ResizeHuge(timeline.allocator, made);
+  ResizeHuge(timeline.time_ns, made);
+  ResizeHuge(timeline.delta_bytes, made);
+  ResizeHuge(timeline.bytes_in_use, made);
   std::vector<int64_t> peak_bytes(n_alloc), peak_time(n_alloc), live(n_alloc);
   std::vector<size_t> peak_at(n_alloc);
   ForEachMaybeParallel(n_alloc, order.parallel(), [&](size_t k, size_t) {
@@ -314,13 +351,28 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
         baseline = CheckedSub(a.allocator_bytes_in_use[best], level_then, "snapshot baseline");
       }
     }
-    const size_t row = first_row[k];
-    const TimelineRows rows{out.timeline.allocator.data() + row, out.timeline.time_ns.data() + row,
-                            out.timeline.delta_bytes.data() + row,
-                            out.timeline.bytes_in_use.data() + row};
+    const size_t row = segment(k);
+    const TimelineRows rows{timeline.allocator.data() + row, timeline.time_ns.data() + row,
+                            timeline.delta_bytes.data() + row, timeline.bytes_in_use.data() + row};
     peak_at[k] = ReplayAllocator(allocator, n_changes, at, baseline, rows, &peak_bytes[k],
                                  &peak_time[k], &live[k]);
   });
+  if (over_keys) {
+    // Segments move down in allocator order: each one's place ends at or before the next
+    // segment's start, so no row is overwritten before it has moved.
+    for (size_t k = 0; k < n_alloc; ++k) {
+      const size_t from = segment(k), to = first_row[k], n = order.rows(k);
+      if (from == to || n == 0) continue;
+      std::memmove(timeline.allocator.data() + to, timeline.allocator.data() + from, n * sizeof(uint32_t));
+      std::memmove(timeline.time_ns.data() + to, timeline.time_ns.data() + from, n * sizeof(int64_t));
+      std::memmove(timeline.delta_bytes.data() + to, timeline.delta_bytes.data() + from, n * sizeof(int64_t));
+      std::memmove(timeline.bytes_in_use.data() + to, timeline.bytes_in_use.data() + from, n * sizeof(int64_t));
+    }
+    timeline.allocator.resize(first_row.back());
+    timeline.time_ns.resize(first_row.back());
+    timeline.delta_bytes.resize(first_row.back());
+    timeline.bytes_in_use.resize(first_row.back());
+  }
   for (size_t k = 0; k < n_alloc; ++k) {
     const uint32_t allocator = allocators[k];
     if (with_live && peak_at[k] != SIZE_MAX) {

@@ -94,7 +94,7 @@ OccupancyTable Occupancy(const TraceTables& t) {
 
 namespace {
 
-std::string Decimal(__int128 v) {  // v >= 0; may pass 2^64 (bins x devices)
+std::string Decimal(__int128 v) {  // v >= 0; may pass 2^64 (bins summed over blocks)
   std::string digits;
   do {
     digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
@@ -103,11 +103,14 @@ std::string Decimal(__int128 v) {  // v >= 0; may pass 2^64 (bins x devices)
   return digits;
 }
 
-// The bins of OccupancyBins: from t0, n_bins per device block, rows in all (none without
-// events).
+// The bins of OccupancyBins: a grid of bin_ns from t0 (the trace's first start); each device
+// block has the bins [first[d], first[d] + count[d]) of it that cover its own span (none for an
+// empty block), rows in all.
 struct Bins {
   int64_t t0 = 0;
-  __int128 n_bins = 0;
+  std::vector<size_t> begin;   // per block: first event row (blocks are contiguous)
+  std::vector<__int128> first;  // per block: index of its first bin on the grid
+  std::vector<__int128> count;  // per block: its bins
   __int128 rows = 0;
 };
 
@@ -116,16 +119,30 @@ Bins PlanBins(const TraceTables& t, int64_t bin_ns) {
   CheckQueryable(t.events);
   const EventTable& e = t.events;
   Bins b;
+  const size_t n_blocks = t.devices.size();
+  b.begin.assign(n_blocks + 1, 0);
+  b.first.assign(n_blocks, 0);
+  b.count.assign(n_blocks, 0);
+  std::vector<int64_t> lo(n_blocks, INT64_MAX), hi(n_blocks, INT64_MIN);
+  ForEachBlock(t, [&](int32_t d, size_t first, size_t last) {
+    const size_t k = static_cast<size_t>(d);
+    b.begin[k + 1] = last;
+    for (size_t i = first; i < last; ++i) {
+      lo[k] = std::min(lo[k], e.start_ns[i]);
+      hi[k] = std::max(hi[k], std::max(e.end_ns[i], e.start_ns[i]));
+    }
+  });
   if (e.size() == 0) return b;
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-  for (size_t i = 0; i < e.size(); ++i) {
-    t0 = std::min(t0, e.start_ns[i]);
-    t1 = std::max(t1, std::max(e.end_ns[i], e.start_ns[i]));
+  b.t0 = *std::min_element(lo.begin(), lo.end());
+  for (size_t d = 0; d < n_blocks; ++d) {
+    if (b.begin[d + 1] == b.begin[d]) continue;  // no events, no span, no bins
+    const __int128 from = static_cast<__int128>(lo[d]) - b.t0;
+    const __int128 to = static_cast<__int128>(hi[d]) - b.t0;
+    b.first[d] = from / bin_ns;
+    const __int128 end_bin = (to + bin_ns - 1) / bin_ns;  // bins up to the block's last end
+    b.count[d] = std::max<__int128>(end_bin - b.first[d], 1);
+    b.rows += b.count[d];
   }
-  const __int128 range = static_cast<__int128>(t1) - t0;
-  b.t0 = t0;
-  b.n_bins = std::max<__int128>((range + bin_ns - 1) / bin_ns, 1);
-  b.rows = b.n_bins * static_cast<__int128>(t.devices.size());
   return b;
 }
 
@@ -142,26 +159,48 @@ OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns, uint64_t 
   const EventTable& e = t.events;
   if (e.size() == 0) return out;
   const int64_t t0 = bins.t0;
-  const __int128 n_bins = bins.n_bins;
-  const __int128 rows = bins.rows;
-  if (rows > static_cast<__int128>(max_output_bytes / kOccupancyBinRowBytes)) {
-    ThrowOverBudget("occupancy(bin_ns=" + std::to_string(bin_ns) + ")",
-                    Decimal(rows), kOccupancyBinRowBytes, max_output_bytes,
-                    Decimal(n_bins) + " bins x " + std::to_string(t.devices.size()) +
+  const size_t n_blocks = t.devices.size();
+  if (bins.rows > static_cast<__int128>(max_output_bytes / kOccupancyBinRowBytes)) {
+    size_t with_events = 0;
+    for (size_t d = 0; d < n_blocks; ++d) with_events += bins.count[d] > 0;
+    ThrowOverBudget("occupancy(bin_ns=" + std::to_string(bin_ns) + ")", Decimal(bins.rows),
+                    kOccupancyBinRowBytes, max_output_bytes,
+                    "the bins over the spans of " + std::to_string(with_events) +
                         " device blocks; choose a larger bin_ns");
   }
-  const size_t nb = static_cast<size_t>(n_bins);
-  std::vector<Interval> items, scratch;
-  std::vector<int64_t> busy(nb);
-  ForEachBlock(t, [&](int32_t d, size_t first, size_t last) {
-    SortedIntervals(e, first, last, nullptr, &items, &scratch);
-    std::fill(busy.begin(), busy.end(), 0);
-    UnionPeriods(items.data(), items.size(), [&](int64_t begin, int64_t end) {
+  // Each block writes its own segment of the rows (blocks on all cores, largest first).
+  std::vector<size_t> row(n_blocks + 1, 0);
+  for (size_t d = 0; d < n_blocks; ++d) row[d + 1] = row[d] + static_cast<size_t>(bins.count[d]);
+  const size_t rows = row.back();
+  out.device_index.resize(rows);
+  out.device.resize(rows);
+  out.bin_start_ns.resize(rows);
+  out.busy_ns.resize(rows);
+  out.busy_fraction.resize(rows);
+  const std::vector<size_t> order =
+      LargestFirst(n_blocks, [&](size_t d) { return bins.begin[d + 1] - bins.begin[d]; });
+  struct Buffers {
+    std::vector<Interval> items, scratch;
+  };
+  const bool parallel = e.size() >= (size_t{1} << 16);
+  std::vector<Buffers> buffers(WorkerCount(order.size(), parallel));
+  ForEachMaybeParallel(order.size(), parallel, [&](size_t q, size_t w) {
+    const size_t d = order[q];
+    const size_t nb = static_cast<size_t>(bins.count[d]);
+    if (nb == 0) return;
+    Buffers& buf = buffers[w];
+    SortedIntervals(e, bins.begin[d], bins.begin[d + 1], nullptr, &buf.items, &buf.scratch);
+    int64_t* busy = out.busy_ns.data() + row[d];
+    std::fill(busy, busy + nb, 0);
+    // The block's bins start at grid index first: bin k of the block is grid bin first + k.
+    const __int128 first = bins.first[d];
+    const __int128 origin = t0 + first * bin_ns;  // the start of the block's first bin
+    UnionPeriods(buf.items.data(), buf.items.size(), [&](int64_t begin, int64_t end) {
       // Spread [begin, end) over the bins it covers.
-      size_t k = static_cast<size_t>((static_cast<__int128>(begin) - t0) / bin_ns);
+      size_t k = static_cast<size_t>((static_cast<__int128>(begin) - origin) / bin_ns);
       int64_t pos = begin;
       while (pos < end && k < nb) {
-        const __int128 wide_end = t0 + static_cast<__int128>(bin_ns) * (k + 1);
+        const __int128 wide_end = origin + static_cast<__int128>(bin_ns) * (k + 1);
         const int64_t bin_end = wide_end > INT64_MAX ? INT64_MAX : static_cast<int64_t>(wide_end);
         const int64_t stop = std::min(end, bin_end);
         busy[k] += stop - pos;
@@ -169,12 +208,13 @@ OccupancyBinsTable OccupancyBins(const TraceTables& t, int64_t bin_ns, uint64_t 
         ++k;
       }
     });
+    const uint32_t device = t.devices.device[d];
     for (size_t k = 0; k < nb; ++k) {
-      out.device_index.push_back(d);
-      out.device.push_back(t.devices.device[static_cast<size_t>(d)]);
-      out.bin_start_ns.push_back(static_cast<int64_t>(t0 + static_cast<__int128>(bin_ns) * k));
-      out.busy_ns.push_back(busy[k]);
-      out.busy_fraction.push_back(static_cast<double>(busy[k]) / static_cast<double>(bin_ns));
+      const size_t r = row[d] + k;
+      out.device_index[r] = static_cast<int32_t>(d);
+      out.device[r] = device;
+      out.bin_start_ns[r] = static_cast<int64_t>(origin + static_cast<__int128>(bin_ns) * k);
+      out.busy_fraction[r] = static_cast<double>(busy[k]) / static_cast<double>(bin_ns);
     }
   });
   return out;

@@ -107,19 +107,14 @@ T* SortBits(T* a, T* tmp, size_t n, const Key& key, int low, int bits, std::vect
   return a;
 }
 
-}  // namespace radix_detail
-
-// Sorts items[0, n) by key(item) (a uint64), stably. `scratch` is reused between calls. The
-// bytes of the key below `first_byte` are ignored (the stable order keeps them as they come).
-// Only the bits in which the keys differ are sorted on: timestamps that share their high bits
-// (every trace) cost only their varying ones.
-template <class T, class Key, class A>
-void RadixSort(T* items, size_t n, std::vector<T, A>& scratch, Key key, int first_byte = 0) {
-  if (n < 2) return;
-  // Already sorted is the common case for per-device event lists: check first. The same pass
-  // finds the bits in which the keys differ.
+// Whether a[0, n) needs sorting on the key bits from byte `first_byte` up; if so, the bits
+// [*low, *low + *bits) in which the keys differ. Already sorted is the common case for
+// per-device event lists: checked first, in the same pass.
+template <class T, class Key>
+bool NeedsSort(const T* items, size_t n, const Key& key, int first_byte, int* low, int* bits) {
+  if (n < 2) return false;
   const int drop = 8 * first_byte;
-  if (drop >= 64) return;
+  if (drop >= 64) return false;
   const uint64_t keep = ~uint64_t{0} << drop;
   const uint64_t first = key(items[0]) & keep;
   uint64_t differ = 0;
@@ -131,12 +126,36 @@ void RadixSort(T* items, size_t n, std::vector<T, A>& scratch, Key key, int firs
     differ |= k ^ first;
     prev = k;
   }
-  if (sorted || differ == 0) return;
-  const int low = __builtin_ctzll(differ);
-  const int bits = 64 - __builtin_clzll(differ) - low;
+  if (sorted || differ == 0) return false;
+  *low = __builtin_ctzll(differ);
+  *bits = 64 - __builtin_clzll(differ) - *low;
+  return true;
+}
+
+}  // namespace radix_detail
+
+// Sorts items[0, n) by key(item) (a uint64), stably. `scratch` is reused between calls. The
+// bytes of the key below `first_byte` are ignored (the stable order keeps them as they come).
+// Only the bits in which the keys differ are sorted on: timestamps that share their high bits
+// (every trace) cost only their varying ones.
+template <class T, class Key, class A>
+void RadixSort(T* items, size_t n, std::vector<T, A>& scratch, Key key, int first_byte = 0) {
+  int low = 0, bits = 0;
+  if (!radix_detail::NeedsSort(items, n, key, first_byte, &low, &bits)) return;
   if (scratch.size() < n) ResizeHuge(scratch, n);
   std::vector<size_t> counts;
   const T* result = radix_detail::SortBits(items, scratch.data(), n, key, low, bits, counts);
+  if (result != items) std::memcpy(items, result, n * sizeof(T));
+}
+
+// The same with the caller's scratch buffer: room for n items at `scratch` (not overlapping
+// items), which the sort overwrites.
+template <class T, class Key>
+void RadixSortWith(T* items, size_t n, T* scratch, Key key, int first_byte = 0) {
+  int low = 0, bits = 0;
+  if (!radix_detail::NeedsSort(items, n, key, first_byte, &low, &bits)) return;
+  std::vector<size_t> counts;
+  const T* result = radix_detail::SortBits(items, scratch, n, key, low, bits, counts);
   if (result != items) std::memcpy(items, result, n * sizeof(T));
 }
 
