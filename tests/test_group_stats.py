@@ -97,3 +97,54 @@ def test_scopes_raise_on_durations_whose_sum_overflows(tmp_path):
     with pytest.raises(OverflowError, match="total_ns overflows int64"):
         t.op_stats("op")  # the same engine, in C++
     assert t.op_stats("node_name")["busy_ns"].to_pylist() == [5 * 10**18] * 2
+
+
+codes = st.lists(
+    st.tuples(st.integers(-50, 50), st.integers(-60, 60), st.integers(0, 5)), max_size=40
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(codes, st.lists(st.integers(-1, 3), min_size=6, max_size=6))
+def test_codes_give_what_their_groups_give(data, mapping):
+    """group_of_code: the same statistics as the per-row group ids group_of_code[code]."""
+    start = [r[0] for r in data]
+    end = [r[1] for r in data]
+    code = np.array([r[2] for r in data], dtype=np.int32)
+    by_code = group_stats(start, end, code, 4, group_of_code=mapping)
+    by_id = group_stats(start, end, np.array(mapping, dtype=np.int64)[code], 4)
+    for field in ("n_events", "total_ns", "max_ns", "busy_ns", "first_start_ns", "last_end_ns"):
+        assert getattr(by_code, field).tolist() == getattr(by_id, field).tolist(), field
+
+
+def test_many_groups_of_one_row_and_a_few_of_several():
+    """Groups of one interval are busy for its length without being sorted; the others are
+    still unioned (busy time below the total where their intervals overlap)."""
+    n = 5000
+    start = np.arange(n, dtype=np.int64) * 10
+    end = start + 7
+    group = np.arange(n, dtype=np.int64)
+    group[:6] = [0, 0, 0, 1, 1, 2]  # 0: [0,7) [10,17) [20,27); 1: two rows; 2: one row
+    start[:6] = [0, 5, 20, 100, 100, 0]
+    end[:6] = [10, 15, 30, 107, 103, 0]
+    s = group_stats(start, end, group, n)
+    assert s.busy_ns[:6].tolist() == [25, 7, 0, 0, 0, 0]
+    assert s.total_ns[:6].tolist() == [30, 10, 0, 0, 0, 0]
+    assert s.busy_ns[6:].tolist() == [7] * (n - 6)
+    assert s.n_events[6:].tolist() == [1] * (n - 6)
+
+
+def test_bad_codes_are_refused():
+    zero = [0, 0]
+    with pytest.raises(ValueError, match="code -1 of row 1 is not below the 2 codes"):
+        group_stats(zero, zero, [0, -1], 1, group_of_code=[0, 0])
+    with pytest.raises(ValueError, match="code 2 of row 0 is not below the 2 codes"):
+        group_stats(zero, zero, [2, 0], 1, group_of_code=[0, 0])
+    with pytest.raises(ValueError, match="group id 3 is not below the 2 groups"):
+        group_stats(zero, zero, [0, 0], 2, group_of_code=[0, 3])  # even an unused code
+    with pytest.raises(ValueError, match="one entry per row"):
+        group_stats(zero, zero, [0], 1, group_of_code=[0])
+    with pytest.raises(TypeError, match="group must hold integers"):
+        group_stats(zero, zero, [0.9, 1.7], 1, group_of_code=[0, 0])
+    with pytest.raises(ValueError, match="outside int32"):
+        group_stats(zero, zero, [0, 2**32 + 1], 1, group_of_code=[0, 0])

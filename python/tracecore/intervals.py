@@ -36,6 +36,16 @@ def _int64(values: Any, what: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def _int32_codes(values: Any, what: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError(f"{what} must hold integers, not {arr.dtype}")
+    if arr.size and (int(arr.min()) < np.iinfo(np.int32).min
+                     or int(arr.max()) > np.iinfo(np.int32).max):
+        raise ValueError(f"{what} holds a code outside int32")
+    return np.ascontiguousarray(arr, dtype=np.int32)
+
+
 def group_stats(
     start: Any,
     end: Any,
@@ -61,7 +71,7 @@ def group_stats(
         out = _core.group_stats_codes(
             _int64(start, "start"),
             _int64(end, "end"),
-            np.ascontiguousarray(group, dtype=np.int32),
+            _int32_codes(group, "group"),
             _int64(group_of_code, "group_of_code"),
             int(n_groups),
             weights,

@@ -96,16 +96,27 @@ GroupStats Compute(const GroupedIntervals& rows, const GroupOf& group_of, size_t
     }
   }
   const auto size = [&](size_t g) { return begin[g + 1] - begin[g]; };
-  const std::vector<size_t> todo = LargestFirst(n_groups, size);
+  // A group of one interval is busy for its length, one of zero-length intervals not at all:
+  // only the others are sorted and unioned (on trees of unique names most groups hold one row).
+  std::vector<size_t> several;
+  for (size_t g = 0; g < n_groups; ++g) {
+    if (s.n[g] == 1) {
+      s.busy_ns[g] = s.total_ns[g];
+    } else if (s.n[g] > 1 && s.total_ns[g] != 0) {
+      several.push_back(g);
+    }
+  }
+  const std::vector<size_t> order_of = LargestFirst(several.size(), [&](size_t q) {
+    return size(several[q]);
+  });
   struct Buffers {
     UninitVector<Span> items, scratch;
   };
   const bool parallel = begin.back() >= (size_t{1} << 16);
-  std::vector<Buffers> buffers(WorkerCount(n_groups, parallel));
-  ForEachMaybeParallel(n_groups, parallel, [&](size_t q, size_t w) {
-    const size_t g = todo[q];
+  std::vector<Buffers> buffers(WorkerCount(several.size(), parallel));
+  ForEachMaybeParallel(several.size(), parallel, [&](size_t q, size_t w) {
+    const size_t g = several[order_of[q]];
     const size_t n = size(g);
-    if (s.total_ns[g] == 0) return;  // only zero-length intervals: nothing is busy
     Buffers& buf = buffers[w];
     if (buf.items.size() < n) ResizeHuge(buf.items, n);
     Span* items = buf.items.data();
