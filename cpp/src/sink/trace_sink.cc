@@ -1,5 +1,8 @@
 #include "sink/trace_sink.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "sink/trace_semantics.h"
 
 #include <algorithm>
@@ -286,6 +289,17 @@ void TraceSink::EndGraphNode(int32_t graph_index, const GraphNodeFields& f) {
   g.inputs.CloseRow();
 }
 
-void TraceSink::Finish() { FinishDerivedColumns(t_); }
+void TraceSink::Finish() {
+  // A column EmptyFills names is either left empty by the importer or filled on every row: a
+  // table whose rows came from both EndEvent and AddTimedEvent/AddChromeEvent would be neither.
+  const size_t rows = t_.events.size();
+  t_.events.ForEachColumn([rows](const ColumnDef& def, const auto& column, const Column<uint8_t>*) {
+    if (EmptyFillOf<EventTable>(def.name).fill == EmptyFill::kNone) return;
+    if (column.size() != 0 && column.size() != rows) {
+      throw std::logic_error(std::string("events.") + def.name + " is neither empty nor full");
+    }
+  });
+  FinishDerivedColumns(t_);
+}
 
 }  // namespace tracecore

@@ -2,6 +2,7 @@
 // view and its column reference. In a header so that tests can apply them to scratch tables.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -48,17 +49,22 @@ TableView DescribeTableOf(const Table& table) {
     }
     ColumnView c{d.name, d.kind, rows};
     const EmptyFillDef fill = EmptyFillOf<Table>(d.name);
-    if (d.holding == ColumnHolding::kOptional || fill.fill == EmptyFill::kNull) {
+    if (d.holding == ColumnHolding::kOptional ||
+        (fill.fill == EmptyFill::kNull && d.holding == ColumnHolding::kNullable)) {
       c.all_null = true;
     } else if (fill.fill == EmptyFill::kZero) {
       c.all_zero = true;
     } else if (fill.fill == EmptyFill::kSameAs) {
+      bool found = false;
       for (const ColumnView& source : stored) {
-        if (std::string_view(source.name) == fill.source && source.kind == d.kind) {
+        if (std::string_view(source.name) == fill.source && source.kind == d.kind &&
+            source.length == rows && source.valid == nullptr) {
           c = source;
           c.name = d.name;
+          found = true;
         }
       }
+      if (!found) throw std::logic_error(std::string("no full column for ") + d.name + " to share");
     } else {
       c = own;  // a required column with no values: MakeTableView refuses the table
     }
