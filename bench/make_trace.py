@@ -17,7 +17,9 @@ instead of the seed's blocks repeated once per step (966 blocks at 200 MB). Pars
 very large blocks, whose columns cannot be sized from the first ones.
 
 Text is produced by patching the seed's text (the layout is exactly the seed's: TensorFlow's
-one-field-per-line, 2-space print layout) and written step by step, so memory stays bounded.
+one-field-per-line, 2-space print layout) and written step by step, so memory stays bounded
+(but for --few-blocks --binary, which builds each device's block in memory: about three times
+its size).
 --binary also writes the same message in the binary wire format: the seed is parsed once, each
 step's timestamps are set on that message and the StepStats is serialized and appended
 (concatenated serialized StepStats are one StepStats: repeated fields concatenate).
@@ -180,17 +182,32 @@ class _StepTemplate:
 
 
 def _split_blocks(blocks: bytes) -> list[tuple[bytes, bytes, bytes]]:
-    """Each top-level `dev_stats {` block as (header, node_stats records, footer)."""
+    """Each top-level `dev_stats {` block as (header, node_stats records, footer): the records
+    are the block's `node_stats` fields, which must come last but for the closing brace."""
     out = []
     starts = [m.start() for m in re.finditer(rb"^dev_stats \{", blocks, re.M)]
     for i, start in enumerate(starts):
         block = blocks[start : starts[i + 1] if i + 1 < len(starts) else len(blocks)]
-        first = block.find(b"\n  node_stats {") + 1
-        last = block.rfind(b"\n  }\n") + len(b"\n  }\n")
-        if first <= 0 or last < first:
+        first = last = -1
+        field = b""
+        pos = 0
+        for line in block.splitlines(keepends=True):
+            if line.startswith(b"  ") and not line.startswith(b"   "):  # a field of the block
+                if line.rstrip() == b"  }":  # the end of a message field
+                    if field == b"node_stats":
+                        last = pos + len(line)
+                else:
+                    field = line.split()[0].rstrip(b":{")
+                    if field == b"node_stats" and first < 0:
+                        first = pos
+                    elif field != b"node_stats" and first >= 0:
+                        raise ValueError(
+                            f"a {field.decode()} field after a block's node_stats: "
+                            "--few-blocks cannot move it"
+                        )
+            pos += len(line)
+        if first < 0 or last < first:
             raise ValueError("a dev_stats block without node_stats (expected TF's print layout)")
-        if re.search(rb"^  [a-z_]+", block[last:], re.M):
-            raise ValueError("fields after a block's node_stats: --few-blocks cannot move them")
         out.append((block[:first], block[first:last], block[last:]))
     return out
 

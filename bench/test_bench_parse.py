@@ -193,6 +193,26 @@ def test_few_blocks_layout_holds_the_same_records(step_stats_cls, tmp_path):
         assert list(dev.node_stats) == [n for step in records for n in step]
 
 
+def test_few_blocks_refuses_fields_after_the_records(tmp_path):
+    """A block field after the node_stats (thread_names) cannot be moved: an error, not a copy
+    of it per step."""
+    seed = tmp_path / "seed.pbtxt"
+    seed.write_bytes(
+        b'dev_stats {\n  device: "d"\n  node_stats {\n    node_name: "a"\n'
+        b"    all_start_micros: 5\n  }\n  thread_names {\n    key: 1\n    value: \"t\"\n  }\n}\n"
+    )
+    with pytest.raises(ValueError, match="a thread_names field after a block's node_stats"):
+        make_trace.make_text(0, tmp_path / "out.pbtxt", seed_file=seed, steps=2, few_blocks=True)
+    ok = tmp_path / "ok.pbtxt"
+    names = b'  thread_names {\n    key: 1\n    value: "t"\n  }\n'
+    assert names in seed.read_bytes()
+    ok.write_bytes(seed.read_bytes().replace(names, b""))
+    info = make_trace.make_text(0, tmp_path / "out.pbtxt", seed_file=ok, steps=2, few_blocks=True)
+    assert info.events == 2
+    text = (tmp_path / "out.pbtxt").read_bytes()
+    assert text.count(b"dev_stats {") == 1 and text.count(b"node_stats {") == 2
+
+
 # ------------------------------------------------------- throughput.py: rounds, memory written
 
 
