@@ -192,6 +192,9 @@ def _split_blocks(blocks: bytes) -> list[tuple[bytes, bytes, bytes]]:
         field = b""
         pos = 0
         for line in block.splitlines(keepends=True):
+            if not line.strip():
+                pos += len(line)
+                continue
             if line.startswith(b"  ") and not line.startswith(b"   "):  # a field of the block
                 if line.rstrip() == b"  }":  # the end of a message field
                     if field == b"node_stats":
