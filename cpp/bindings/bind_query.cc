@@ -49,6 +49,17 @@ const int64_t* Column(const Int64s& a, size_t n, const char* what) {
   return a.data();
 }
 
+// The rows of a group_stats call: start (one-dimensional) and end, checked, and n_groups >= 0.
+query::GroupedIntervals GroupRows(const Int64s& start, const Int64s& end, int64_t n_groups) {
+  if (start.ndim() != 1) throw py::value_error("start must be one-dimensional");
+  if (n_groups < 0) throw py::value_error("n_groups must be >= 0");
+  query::GroupedIntervals rows;
+  rows.size = static_cast<size_t>(start.shape(0));
+  rows.start = start.data();
+  rows.end = Column(end, rows.size, "end");
+  return rows;
+}
+
 // The counter series both trace exports take, from the arrays Python hands over.
 trace_export::CounterSeries CounterArrays(const std::string& group, std::vector<std::string> names,
                                           const Int32s& series, const Int64s& time_ns,
@@ -310,12 +321,7 @@ void RegisterQueries(py::module_& m) {
       "group_stats",
       [](const Int64s& start, const Int64s& end, const Int64s& group, int64_t n_groups,
          std::optional<Int64s> weight) {
-        if (start.ndim() != 1) throw py::value_error("start must be one-dimensional");
-        if (n_groups < 0) throw py::value_error("n_groups must be >= 0");
-        query::GroupedIntervals rows;
-        rows.size = static_cast<size_t>(start.shape(0));
-        rows.start = start.data();
-        rows.end = Column(end, rows.size, "end");
+        query::GroupedIntervals rows = GroupRows(start, end, n_groups);
         const int64_t* ids = Column(group, rows.size, "group");
         if (weight) rows.weight = Column(*weight, rows.size, "weight");
         query::GroupStats s;
@@ -335,13 +341,8 @@ void RegisterQueries(py::module_& m) {
       "group_stats_codes",
       [](const Int64s& start, const Int64s& end, const Int32s& code, const Int64s& group_of_code,
          int64_t n_groups, std::optional<Int64s> weight) {
-        if (start.ndim() != 1) throw py::value_error("start must be one-dimensional");
+        query::GroupedIntervals rows = GroupRows(start, end, n_groups);
         if (group_of_code.ndim() != 1) throw py::value_error("group_of_code must be one-dimensional");
-        if (n_groups < 0) throw py::value_error("n_groups must be >= 0");
-        query::GroupedIntervals rows;
-        rows.size = static_cast<size_t>(start.shape(0));
-        rows.start = start.data();
-        rows.end = Column(end, rows.size, "end");
         if (code.ndim() != 1 || static_cast<size_t>(code.shape(0)) != rows.size) {
           throw py::value_error("code must have one entry per row of start");
         }

@@ -415,15 +415,19 @@ class _NameInfo:
         lookup[self.used_pos] = per_used
         return lookup
 
-    def gather(self, per_used: np.ndarray, fill: int) -> np.ndarray:
-        """Row values from one value per used dictionary entry (``fill`` for null names)."""
-        lookup = self.lookup(per_used, fill)
+    def rows_of(self, lookup: np.ndarray) -> np.ndarray:
+        """Row values from one value per dictionary entry and the null names' last (as
+        ``lookup`` makes)."""
         rows: np.ndarray = (
             lookup[self.indices]
             if self.valid is None
             else lookup[np.where(self.valid, self.indices, self.size)]
         )
         return rows
+
+    def gather(self, per_used: np.ndarray, fill: int) -> np.ndarray:
+        """Row values from one value per used dictionary entry (``fill`` for null names)."""
+        return self.rows_of(self.lookup(per_used, fill))
 
     def encode_rows(self, values: pa.Array) -> pa.DictionaryArray:
         """A dictionary column over the rows from one string (or null) per used entry."""
@@ -602,11 +606,7 @@ def scopes(trace: Trace, depth: int = 1, *, by: str = "events") -> pa.Table:
         table = _group_table("scope", enc.dictionary, info.indices, trace, events,
                              with_total=True, group_of_code=remap[lookup[: info.size]])
     else:
-        group = np.concatenate([
-            lookup[info.indices if info.valid is None
-                   else np.where(info.valid, info.indices, info.size)]
-            for info, lookup in chunks
-        ])
+        group = np.concatenate([info.rows_of(lookup) for info, lookup in chunks])
         table = _group_table("scope", enc.dictionary, remap[group], trace, events,
                              with_total=True)
     return table.sort_by([("total_ns", "descending"), ("scope", "ascending")])

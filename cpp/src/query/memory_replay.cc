@@ -360,18 +360,20 @@ Replay ReplayRecords(const TraceTables& t, uint32_t only, bool snapshot_baseline
   if (over_keys) {
     // Segments move down in allocator order: each one's place ends at or before the next
     // segment's start, so no row is overwritten before it has moved.
+    const auto for_each_column = [&](auto&& fn) {
+      fn(timeline.allocator);
+      fn(timeline.time_ns);
+      fn(timeline.delta_bytes);
+      fn(timeline.bytes_in_use);
+    };
     for (size_t k = 0; k < n_alloc; ++k) {
       const size_t from = segment(k), to = first_row[k], n = order.rows(k);
       if (from == to || n == 0) continue;
-      std::memmove(timeline.allocator.data() + to, timeline.allocator.data() + from, n * sizeof(uint32_t));
-      std::memmove(timeline.time_ns.data() + to, timeline.time_ns.data() + from, n * sizeof(int64_t));
-      std::memmove(timeline.delta_bytes.data() + to, timeline.delta_bytes.data() + from, n * sizeof(int64_t));
-      std::memmove(timeline.bytes_in_use.data() + to, timeline.bytes_in_use.data() + from, n * sizeof(int64_t));
+      for_each_column([&](auto& column) {
+        std::memmove(column.data() + to, column.data() + from, n * sizeof(column[0]));
+      });
     }
-    timeline.allocator.resize(first_row.back());
-    timeline.time_ns.resize(first_row.back());
-    timeline.delta_bytes.resize(first_row.back());
-    timeline.bytes_in_use.resize(first_row.back());
+    for_each_column([&](auto& column) { column.resize(first_row.back()); });
   }
   for (size_t k = 0; k < n_alloc; ++k) {
     const uint32_t allocator = allocators[k];

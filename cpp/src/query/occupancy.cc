@@ -41,13 +41,20 @@ int64_t MaxConcurrency(const std::vector<Interval>& s, std::vector<int64_t>* end
   return best;
 }
 
+// Where each device block's events start, and the end of the last one (blocks are
+// contiguous): devices.size() + 1 rows.
+std::vector<size_t> BlockStarts(const TraceTables& t) {
+  std::vector<size_t> first(t.devices.size() + 1, 0);
+  ForEachBlock(t, [&](int32_t d, size_t, size_t end) { first[static_cast<size_t>(d) + 1] = end; });
+  return first;
+}
+
 }  // namespace
 
 OccupancyTable Occupancy(const TraceTables& t) {
   CheckQueryable(t.events);
   // Device blocks are independent: computed on all cores (largest first), output in order.
-  std::vector<size_t> first(t.devices.size() + 1, 0);
-  ForEachBlock(t, [&](int32_t d, size_t begin, size_t end) { first[static_cast<size_t>(d) + 1] = end; });
+  const std::vector<size_t> first = BlockStarts(t);
   struct Block {
     int64_t busy = 0, span = 0, max_concurrency = 0, idle_gaps = 0;
   };
@@ -120,18 +127,16 @@ Bins PlanBins(const TraceTables& t, int64_t bin_ns) {
   const EventTable& e = t.events;
   Bins b;
   const size_t n_blocks = t.devices.size();
-  b.begin.assign(n_blocks + 1, 0);
+  b.begin = BlockStarts(t);
   b.first.assign(n_blocks, 0);
   b.count.assign(n_blocks, 0);
   std::vector<int64_t> lo(n_blocks, INT64_MAX), hi(n_blocks, INT64_MIN);
-  ForEachBlock(t, [&](int32_t d, size_t first, size_t last) {
-    const size_t k = static_cast<size_t>(d);
-    b.begin[k + 1] = last;
-    for (size_t i = first; i < last; ++i) {
+  for (size_t k = 0; k < n_blocks; ++k) {
+    for (size_t i = b.begin[k]; i < b.begin[k + 1]; ++i) {
       lo[k] = std::min(lo[k], e.start_ns[i]);
       hi[k] = std::max(hi[k], std::max(e.end_ns[i], e.start_ns[i]));
     }
-  });
+  }
   if (e.size() == 0) return b;
   b.t0 = *std::min_element(lo.begin(), lo.end());
   for (size_t d = 0; d < n_blocks; ++d) {
