@@ -40,8 +40,9 @@ def _int32_codes(values: Any, what: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.size and arr.dtype.kind not in "iu":
         raise TypeError(f"{what} must hold integers, not {arr.dtype}")
-    if arr.size and (int(arr.min()) < np.iinfo(np.int32).min
-                     or int(arr.max()) > np.iinfo(np.int32).max):
+    # (int32 itself, the dictionary indices scopes() passes, needs no pass over the values.)
+    if arr.size and not np.can_cast(arr.dtype, np.int32) and (
+            int(arr.min()) < np.iinfo(np.int32).min or int(arr.max()) > np.iinfo(np.int32).max):
         raise ValueError(f"{what} holds a code outside int32")
     return np.ascontiguousarray(arr, dtype=np.int32)
 
