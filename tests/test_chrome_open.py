@@ -654,3 +654,62 @@ def test_memory_addresses_past_int64_and_args_of_b_e_pairs(tmp_path: Path) -> No
     bad = doc.replace(b"18446744073709551615", b"18446744073709551616")
     with pytest.raises(tracecore.TraceFormatError, match='"Addr" is not an integer'):
         _open_bytes(tmp_path, bad, "bad.json")
+
+
+def _bind_reference(events: list[dict[str, Any]], device: int, ts: int,
+                    enclosing: bool) -> int | None:
+    """The event a flow point binds to, from the events table: with `enclosing`, the innermost
+    event of non-zero length on the track holding ts (the last, in (start, end descending,
+    row) order, of the 4096 starting at or before ts that ends at or after it); otherwise the
+    first to start at or after ts."""
+    rows = sorted((r for r, e in enumerate(events) if e["device_index"] == device),
+                  key=lambda r: (events[r]["start_ns"], -events[r]["end_ns"], r))
+    if not enclosing:
+        return next((r for r in rows if events[r]["start_ns"] >= ts), None)
+    before = [r for r in rows if events[r]["start_ns"] <= ts][-4096:]
+    for r in reversed(before):
+        e = events[r]
+        if e["end_ns"] >= ts and e["end_ns"] > e["start_ns"]:
+            return r
+    return None
+
+
+# A small range: flow points often fall on an event's start or end.
+_flow_times = st.integers(min_value=0, max_value=12)
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 2), _flow_times, st.integers(0, 8)), min_size=1,
+                   max_size=25),
+    flows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), _flow_times,
+                             st.sampled_from(["s", "t", "f"]), st.booleans()), max_size=30),
+)
+def test_flow_points_bind_as_the_reference_does(
+        tmp_path: Path, spans: list[tuple[int, int, int]],
+        flows: list[tuple[int, int, int, str, bool]]) -> None:
+    # Flow points out of time order on a track, events nested, zero-length and interleaved
+    # across tracks: each link's events are the reference's, computed from the events table.
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+        for i, (tid, ts, dur) in enumerate(spans)]
+    for fid, tid, ts, ph, enclosing in flows:
+        point: dict[str, Any] = {"ph": ph, "id": fid, "pid": 1, "tid": tid, "ts": ts,
+                                 "cat": "c", "name": "n"}
+        if enclosing:
+            point["bp"] = "e"
+        events.append(point)
+    doc = json.dumps({"traceEvents": events}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    rows = t.events.to_pylist()
+    lines = t.devices["line_id"].to_pylist()
+    index = {tid: d for d, tid in enumerate(lines)}
+    want = oracle.read(doc).links()
+    links = t.links.to_pylist()
+    assert len(links) == len(want)
+    for lk, (a, b) in zip(links, want, strict=True):
+        assert lk["from_event_id"] == _bind_reference(rows, index[a.track[1]], a.ts_ns, True)
+        to_device = index[b.track[1]]
+        assert lk["to_event_id"] == _bind_reference(rows, to_device, b.ts_ns, b.bp == "e")

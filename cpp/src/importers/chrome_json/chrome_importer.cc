@@ -1,12 +1,15 @@
 #include "importers/chrome_json/chrome_importer.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <numeric>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -62,6 +65,71 @@ struct FlowPoint {
   int32_t device;
   char phase;  // 's', 't' or 'f'
   bool bind_enclosing;  // bp "e"
+};
+
+// The open point of each flow (cat, id) while the flow points are paired: open addressing with
+// linear probing, deletion by shifting the run back (no tombstones), grown at half full. Holds
+// only the flows open at once, usually a handful.
+class OpenFlows {
+ public:
+  OpenFlows() : slots_(64) {}
+
+  // The open point of (cat, id), or nullptr; valid until the next Insert or Erase.
+  uint32_t* Find(uint32_t cat, const IdKey& id) {
+    for (size_t i = Home(cat, id);; i = (i + 1) & Mask()) {
+      Slot& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.cat == cat && s.id == id) return &s.point;
+    }
+  }
+  void Insert(uint32_t cat, const IdKey& id, uint32_t point) {
+    if (2 * (size_ + 1) > slots_.size()) Grow();
+    size_t i = Home(cat, id);
+    while (slots_[i].used) i = (i + 1) & Mask();
+    slots_[i] = Slot{id, cat, point, true};
+    ++size_;
+  }
+  // Erases the slot Find returned.
+  void Erase(uint32_t* point) {
+    size_t hole = static_cast<size_t>(reinterpret_cast<Slot*>(reinterpret_cast<char*>(point) -
+                                                              offsetof(Slot, point)) -
+                                      slots_.data());
+    slots_[hole].used = false;
+    --size_;
+    // Entries after the hole whose home is not between the hole and them move into it.
+    for (size_t i = (hole + 1) & Mask(); slots_[i].used; i = (i + 1) & Mask()) {
+      const size_t home = Home(slots_[i].cat, slots_[i].id);
+      if (((i - home) & Mask()) >= ((i - hole) & Mask())) {
+        slots_[hole] = slots_[i];
+        slots_[i].used = false;
+        hole = i;
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    IdKey id;
+    uint32_t cat = 0;
+    uint32_t point = 0;
+    bool used = false;
+  };
+  size_t Mask() const { return slots_.size() - 1; }
+  size_t Home(uint32_t cat, const IdKey& id) const {
+    return Mix(static_cast<uint64_t>(id.value) * 0x9E3779B97F4A7C15ull ^ (uint64_t{cat} << 8) ^ id.kind) &
+           Mask();
+  }
+  void Grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.used) Insert(s.cat, s.id, s.point);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
 };
 
 // What the importer builds: the open builds every table but the events' args, which a second
@@ -165,15 +233,19 @@ void KeepRows(Column&, const std::vector<uint8_t>&) {
 }
 
 // Reorders a column's rows: row k becomes the old row order[k] (rows not named are dropped).
+// The rows are gathered into `scratch` (room for order.size() values of the widest column,
+// shared by every column: one buffer of fresh pages instead of one per column) and copied back.
 template <class T, class A>
-void PermuteRows(std::vector<T, A>& column, const std::vector<uint32_t>& order) {
+void PermuteRows(std::vector<T, A>& column, const std::vector<uint32_t>& order, void* scratch) {
+  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(std::max_align_t));
   if (column.empty()) return;  // an optional column left empty
-  std::vector<T, A> out(order.size());
+  T* out = static_cast<T*>(scratch);
   for (size_t k = 0; k < order.size(); ++k) out[k] = column[order[k]];
-  column.swap(out);
+  column.resize(order.size());
+  std::memcpy(column.data(), out, order.size() * sizeof(T));
 }
 template <class Column>
-void PermuteRows(Column&, const std::vector<uint32_t>&) {
+void PermuteRows(Column&, const std::vector<uint32_t>&, void*) {
   throw std::logic_error("PermuteRows: a string or list column in events");
 }
 
@@ -261,9 +333,12 @@ class Importer : public chrome_json::ChromeEventVisitor {
         for (size_t i = 0; i < n; ++i) {
           if (remap[i] >= 0) order[static_cast<size_t>(remap[i])] = static_cast<uint32_t>(i);
         }
-        t_.events.ForEachColumn([&order](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
-          PermuteRows(column, order);
-          if (valid != nullptr) PermuteRows(*valid, order);
+        // Room for the widest column (8-byte values), uninitialised: written before read.
+        const std::unique_ptr<int64_t[]> scratch(new int64_t[order.size()]);
+        t_.events.ForEachColumn([&order, &scratch](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
+          static_assert(sizeof(typename std::decay_t<decltype(column)>::value_type) <= sizeof(int64_t));
+          PermuteRows(column, order, scratch.get());
+          if (valid != nullptr) PermuteRows(*valid, order, scratch.get());
         });
         for (int64_t& id : t_.alloc_records.event_id) {
           if (id >= 0) id = remap[static_cast<size_t>(id)];
@@ -637,8 +712,8 @@ class Importer : public chrome_json::ChromeEventVisitor {
   std::string_view IdText(IdKey k, char (&buf)[24]) const {
     k.kind &= static_cast<uint8_t>(~kLocalId);
     if (k.kind == static_cast<uint8_t>(IdField::Kind::kInt)) {
-      const int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(k.value));
-      return std::string_view(buf, static_cast<size_t>(n));
+      const char* end = std::to_chars(buf, buf + sizeof buf, k.value).ptr;
+      return std::string_view(buf, static_cast<size_t>(end - buf));
     }
     if (k.kind == static_cast<uint8_t>(IdField::Kind::kString)) {
       return t_.pool.Get(static_cast<uint32_t>(k.value));
@@ -681,7 +756,11 @@ class Importer : public chrome_json::ChromeEventVisitor {
   // the last one before it that ends at or after it.
   struct EventOrder {
     std::vector<uint32_t> rows;        // event rows, by track, start, end descending
+    std::vector<int64_t> starts;       // their start times, in that order (searched)
     std::vector<size_t> track_begin;   // per track: its first position in rows (+ the end)
+    // Per track: where its last search ended, for the next one to start from (flow points
+    // come in time order on a track, mostly: each search is then a step or two).
+    std::vector<size_t> lower_hint, upper_hint;
   };
 
   EventOrder OrderEvents() const {
@@ -705,7 +784,44 @@ class Importer : public chrome_json::ChromeEventVisitor {
       const auto last = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[d + 1]);
       if (!std::is_sorted(first, last, before)) std::sort(first, last, before);
     }
+    o.starts.resize(o.rows.size());
+    for (size_t k = 0; k < o.rows.size(); ++k) o.starts[k] = e.start_ns[o.rows[k]];
+    o.lower_hint.assign(o.track_begin.begin(), o.track_begin.end() - 1);
+    o.upper_hint = o.lower_hint;
     return o;
+  }
+
+  // The partition point of a[lo, hi) under `below` (true on a prefix): the first position
+  // whose value is not below. Searched from `hint` outwards in doubling steps, then by halves:
+  // O(log distance) from the hint, the same answer as std::partition_point.
+  template <class Below>
+  static size_t Gallop(const int64_t* a, size_t lo, size_t hi, size_t hint, Below below) {
+    hint = std::min(std::max(hint, lo), hi);
+    size_t l = lo, r = hi;  // the point is in [l, r]
+    if (hint < hi && below(a[hint])) {
+      l = hint + 1;
+      for (size_t step = 1;; step *= 2) {
+        const size_t probe = l + step - 1;
+        if (probe >= hi) break;
+        if (!below(a[probe])) {
+          r = probe;
+          break;
+        }
+        l = probe + 1;
+      }
+    } else {
+      r = hint;
+      for (size_t step = 1;; step *= 2) {
+        if (r - lo < step) break;
+        const size_t probe = r - step;
+        if (below(a[probe])) {
+          l = probe + 1;
+          break;
+        }
+        r = probe;
+      }
+    }
+    return static_cast<size_t>(std::partition_point(a + l, a + r, below) - a);
   }
 
   // The event a flow point binds to (-1 for none): with `enclosing`, the innermost event of
@@ -713,18 +829,23 @@ class Importer : public chrome_json::ChromeEventVisitor {
   // last at or before it (bounded work per point on any input); otherwise the first to start at
   // or after ts.
   static constexpr int kBindWindow = 4096;
-  int64_t Bind(const EventOrder& o, int32_t device, int64_t ts, bool enclosing) const {
+  int64_t Bind(EventOrder& o, int32_t device, int64_t ts, bool enclosing) const {
     const EventTable& e = t_.events;
-    const auto first = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[static_cast<size_t>(device)]);
-    const auto last = o.rows.begin() + static_cast<ptrdiff_t>(o.track_begin[static_cast<size_t>(device) + 1]);
+    const auto d = static_cast<size_t>(device);
+    const size_t first = o.track_begin[d];
+    const size_t last = o.track_begin[d + 1];
+    const int64_t* starts = o.starts.data();
     if (!enclosing) {
-      const auto it = std::lower_bound(first, last, ts, [&e](uint32_t r, int64_t t) { return e.start_ns[r] < t; });
-      return it == last ? -1 : static_cast<int64_t>(*it);
+      const size_t at = Gallop(starts, first, last, o.lower_hint[d], [ts](int64_t s) { return s < ts; });
+      o.lower_hint[d] = at;
+      return at == last ? -1 : static_cast<int64_t>(o.rows[at]);
     }
-    auto it = std::upper_bound(first, last, ts, [&e](int64_t t, uint32_t r) { return t < e.start_ns[r]; });
-    for (int steps = 0; it != first && steps < kBindWindow; ++steps) {
-      --it;
-      if (e.end_ns[*it] >= ts && e.end_ns[*it] > e.start_ns[*it]) return static_cast<int64_t>(*it);
+    size_t at = Gallop(starts, first, last, o.upper_hint[d], [ts](int64_t s) { return s <= ts; });
+    o.upper_hint[d] = at;
+    for (int steps = 0; at != first && steps < kBindWindow; ++steps) {
+      --at;
+      const uint32_t r = o.rows[at];
+      if (e.end_ns[r] >= ts && e.end_ns[r] > e.start_ns[r]) return static_cast<int64_t>(r);
     }
     return -1;
   }
@@ -784,38 +905,32 @@ class Importer : public chrome_json::ChromeEventVisitor {
     }
   }
 
+  // Flow points paired in file order per (cat, id): an 's' opens its id, a 't' or 'f' is a
+  // step from the id's open point (a 't' then stays open as the new point, an 'f' closes).
   void BuildLinks() {
     if (flows_.empty()) return;
-    std::vector<uint32_t> order(flows_.size());
-    std::iota(order.begin(), order.end(), 0u);
-    std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-      const FlowPoint& x = flows_[a];
-      const FlowPoint& y = flows_[b];
-      if (x.cat != y.cat) return x.cat < y.cat;
-      return x.id < y.id;
-    });
-    // (second point, first point) of each step, then in the file order of the second.
+    // (second point, first point) of each step: in the file order of the second.
     std::vector<std::pair<uint32_t, uint32_t>> steps;
-    size_t i = 0;
-    while (i < order.size()) {
-      size_t j = i;
-      const FlowPoint& head = flows_[order[i]];
-      int64_t open = -1;
-      while (j < order.size() && flows_[order[j]].cat == head.cat && flows_[order[j]].id == head.id) {
-        const uint32_t p = order[j];
-        const FlowPoint& fp = flows_[p];
-        if (fp.phase == 's') {
-          open = p;
-        } else if (open >= 0) {
-          steps.emplace_back(p, static_cast<uint32_t>(open));
-          open = fp.phase == 'f' ? -1 : static_cast<int64_t>(p);
+    OpenFlows open;
+    for (uint32_t p = 0; p < flows_.size(); ++p) {
+      const FlowPoint& fp = flows_[p];
+      uint32_t* slot = open.Find(fp.cat, fp.id);
+      if (fp.phase == 's') {
+        if (slot != nullptr) {
+          *slot = p;
+        } else {
+          open.Insert(fp.cat, fp.id, p);
         }
-        ++j;
+      } else if (slot != nullptr) {
+        steps.emplace_back(p, *slot);
+        if (fp.phase == 'f') {
+          open.Erase(slot);
+        } else {
+          *slot = p;
+        }
       }
-      i = j;
     }
-    std::sort(steps.begin(), steps.end());
-    const EventOrder o = OrderEvents();
+    EventOrder o = OrderEvents();
     const uint32_t t_phase = sink_.Intern("t"), f_phase = sink_.Intern("f");
     LinkTable& l = t_.links;
     for (const auto& [to, from] : steps) {
