@@ -434,24 +434,29 @@ _NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x07": "\\a", "\x08": 
                   "\x0c": "\\f", "\x0b": "\\v"}
 
 
+_COMMENT_TEXT = st.text(_chars.filter(lambda c: not (ord(c) < 0x20 or ord(c) == 0x7F)), max_size=8)
+
+
 class _TextRenderer:
     def __init__(self, draw, features):
         self.draw = draw
         self.f = features
+        # The whitespace between tokens comes from a Random seeded by one draw: the same
+        # layouts as a draw per token, at a fraction of the engine's cost (whitespace is most
+        # of a rendering's choices); only its shrinking is coarser.
+        self.rng = draw(st.randoms(use_true_random=True))
 
     # whitespace between tokens; `need` = at least one whitespace character is required
     def ws(self, need=True):
         if "whitespace" not in self.f:
             return " " if need else ""
-        choice = self.draw(st.integers(0, 9))
+        choice = self.rng.randrange(10)
         if choice == 0 and "comments" in self.f:
-            text = self.draw(st.text(_chars.filter(
-                lambda c: not (ord(c) < 0x20 or ord(c) == 0x7F)), max_size=8))
-            return " #" + text + "\n"
+            return " #" + self.draw(_COMMENT_TEXT) + "\n"
         if choice == 1:
             return "\n"
         if choice == 2:
-            return self.draw(st.sampled_from(["\t", "  ", "\n\n  ", "\r\n", " \t "]))
+            return self.rng.choice(["\t", "  ", "\n\n  ", "\r\n", " \t "])
         if choice == 3 and not need:
             return ""
         return " "
