@@ -6,10 +6,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -233,19 +231,15 @@ void KeepRows(Column&, const std::vector<uint8_t>&) {
 }
 
 // Reorders a column's rows: row k becomes the old row order[k] (rows not named are dropped).
-// The rows are gathered into `scratch` (room for order.size() values of the widest column,
-// shared by every column: one buffer of fresh pages instead of one per column) and copied back.
 template <class T, class A>
-void PermuteRows(std::vector<T, A>& column, const std::vector<uint32_t>& order, void* scratch) {
-  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(std::max_align_t));
+void PermuteRows(std::vector<T, A>& column, const std::vector<uint32_t>& order) {
   if (column.empty()) return;  // an optional column left empty
-  T* out = static_cast<T*>(scratch);
+  std::vector<T, A> out(order.size());
   for (size_t k = 0; k < order.size(); ++k) out[k] = column[order[k]];
-  column.resize(order.size());
-  std::memcpy(column.data(), out, order.size() * sizeof(T));
+  column.swap(out);
 }
 template <class Column>
-void PermuteRows(Column&, const std::vector<uint32_t>&, void*) {
+void PermuteRows(Column&, const std::vector<uint32_t>&) {
   throw std::logic_error("PermuteRows: a string or list column in events");
 }
 
@@ -333,12 +327,9 @@ class Importer : public chrome_json::ChromeEventVisitor {
         for (size_t i = 0; i < n; ++i) {
           if (remap[i] >= 0) order[static_cast<size_t>(remap[i])] = static_cast<uint32_t>(i);
         }
-        // Room for the widest column (8-byte values), uninitialised: written before read.
-        const std::unique_ptr<int64_t[]> scratch(new int64_t[order.size()]);
-        t_.events.ForEachColumn([&order, &scratch](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
-          static_assert(sizeof(typename std::decay_t<decltype(column)>::value_type) <= sizeof(int64_t));
-          PermuteRows(column, order, scratch.get());
-          if (valid != nullptr) PermuteRows(*valid, order, scratch.get());
+        t_.events.ForEachColumn([&order](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
+          PermuteRows(column, order);
+          if (valid != nullptr) PermuteRows(*valid, order);
         });
         for (int64_t& id : t_.alloc_records.event_id) {
           if (id >= 0) id = remap[static_cast<size_t>(id)];
