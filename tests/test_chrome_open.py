@@ -713,3 +713,41 @@ def test_flow_points_bind_as_the_reference_does(
         assert lk["from_event_id"] == _bind_reference(rows, index[a.track[1]], a.ts_ns, True)
         to_device = index[b.track[1]]
         assert lk["to_event_id"] == _bind_reference(rows, to_device, b.ts_ns, b.bp == "e")
+
+
+def _colliding_ids(n: int) -> list[int]:
+    """Ids that an unsalted version of the pairing's hash (Mix((id * golden) ^ kind)) sends to
+    one slot of any table up to 2^32 slots: the input that made the pairing quadratic."""
+    mask = (1 << 64) - 1
+    c, g = 0xFF51AFD7ED558CCD, 0x9E3779B97F4A7C15
+    c_inv, g_inv = pow(c, -1, 1 << 64), pow(g, -1, 1 << 64)
+
+    def unmix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * c_inv) & mask
+        return h ^ (h >> 33)
+
+    out = []
+    for j in range(1, n + 1):
+        v = ((unmix(j << 32) ^ 1) * g_inv) & mask
+        out.append(v - (1 << 64) if v >= 1 << 63 else v)
+    return out
+
+
+def test_flow_ids_chosen_to_collide_pair_as_the_oracle_does(tmp_path: Path) -> None:
+    # 3000 flows open at once with ids crafted against an unsalted hash, then closed in
+    # reverse: the same links as the reference's, in the file order of their second point.
+    ids = _colliding_ids(3000)
+    events: list[dict[str, Any]] = [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0,
+                                     "dur": 10**6}]
+    events += [{"ph": "s", "id": i, "pid": 1, "tid": 1, "ts": k, "cat": "c", "name": "n"}
+               for k, i in enumerate(ids)]
+    events += [{"ph": "f", "id": i, "pid": 1, "tid": 1, "ts": 5000 + k, "cat": "c", "name": "n"}
+               for k, i in enumerate(reversed(ids))]
+    doc = json.dumps({"traceEvents": events}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    links = t.links.to_pylist()
+    assert len(links) == 3000
+    assert [lk["flow_id"] for lk in links] == [str(i) for i in reversed(ids)]
+    assert {lk["from_event_id"] for lk in links} == {0}

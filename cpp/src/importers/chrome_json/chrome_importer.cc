@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -67,19 +68,23 @@ struct FlowPoint {
 
 // The open point of each flow (cat, id) while the flow points are paired: open addressing with
 // linear probing, deletion by shifting the run back (no tombstones), grown at half full. Holds
-// only the flows open at once, usually a handful.
+// only the flows open at once, usually a handful. The hash is salted per process, so ids a
+// file chooses cannot make every key land in one slot (quadratic probing on a crafted file).
 class OpenFlows {
  public:
+  static constexpr size_t kNone = SIZE_MAX;
+
   OpenFlows() : slots_(64) {}
 
-  // The open point of (cat, id), or nullptr; valid until the next Insert or Erase.
-  uint32_t* Find(uint32_t cat, const IdKey& id) {
+  // The slot holding (cat, id), or kNone; valid until the next Insert or Erase.
+  size_t Find(uint32_t cat, const IdKey& id) const {
     for (size_t i = Home(cat, id);; i = (i + 1) & Mask()) {
-      Slot& s = slots_[i];
-      if (!s.used) return nullptr;
-      if (s.cat == cat && s.id == id) return &s.point;
+      const Slot& s = slots_[i];
+      if (!s.used) return kNone;
+      if (s.cat == cat && s.id == id) return i;
     }
   }
+  uint32_t& Point(size_t slot) { return slots_[slot].point; }
   void Insert(uint32_t cat, const IdKey& id, uint32_t point) {
     if (2 * (size_ + 1) > slots_.size()) Grow();
     size_t i = Home(cat, id);
@@ -87,11 +92,7 @@ class OpenFlows {
     slots_[i] = Slot{id, cat, point, true};
     ++size_;
   }
-  // Erases the slot Find returned.
-  void Erase(uint32_t* point) {
-    size_t hole = static_cast<size_t>(reinterpret_cast<Slot*>(reinterpret_cast<char*>(point) -
-                                                              offsetof(Slot, point)) -
-                                      slots_.data());
+  void Erase(size_t hole) {
     slots_[hole].used = false;
     --size_;
     // Entries after the hole whose home is not between the hole and them move into it.
@@ -112,10 +113,19 @@ class OpenFlows {
     uint32_t point = 0;
     bool used = false;
   };
+  // A per-process random salt (the address of a local and the clock: no call that can fail).
+  static uint64_t Salt() {
+    static const uint64_t salt = [] {
+      const int local = 0;
+      const auto now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+      return Mix(reinterpret_cast<uintptr_t>(&local) ^ Mix(now + 0x9E3779B97F4A7C15ull));
+    }();
+    return salt;
+  }
   size_t Mask() const { return slots_.size() - 1; }
   size_t Home(uint32_t cat, const IdKey& id) const {
-    return Mix(static_cast<uint64_t>(id.value) * 0x9E3779B97F4A7C15ull ^ (uint64_t{cat} << 8) ^ id.kind) &
-           Mask();
+    const uint64_t key = (static_cast<uint64_t>(id.value) ^ Salt()) * 0x9E3779B97F4A7C15ull;
+    return Mix(key ^ (uint64_t{cat} << 8) ^ id.kind ^ Salt()) & Mask();
   }
   void Grow() {
     std::vector<Slot> old(slots_.size() * 2);
@@ -905,19 +915,19 @@ class Importer : public chrome_json::ChromeEventVisitor {
     OpenFlows open;
     for (uint32_t p = 0; p < flows_.size(); ++p) {
       const FlowPoint& fp = flows_[p];
-      uint32_t* slot = open.Find(fp.cat, fp.id);
+      const size_t slot = open.Find(fp.cat, fp.id);
       if (fp.phase == 's') {
-        if (slot != nullptr) {
-          *slot = p;
+        if (slot != OpenFlows::kNone) {
+          open.Point(slot) = p;
         } else {
           open.Insert(fp.cat, fp.id, p);
         }
-      } else if (slot != nullptr) {
-        steps.emplace_back(p, *slot);
+      } else if (slot != OpenFlows::kNone) {
+        steps.emplace_back(p, open.Point(slot));
         if (fp.phase == 'f') {
           open.Erase(slot);
         } else {
-          *slot = p;
+          open.Point(slot) = p;
         }
       }
     }
