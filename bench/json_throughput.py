@@ -17,11 +17,11 @@ Every row runs in a fresh process, so its peak RSS is its own:
   orjson           orjson.loads(bytes) of the same file (the bytes read beforehand), with the
                    garbage collector on (as users run it), and once more with it off.
   simdjson parse   pysimdjson's simdjson.Parser().parse(bytes) alone (the bytes read
-                   beforehand): simdjson's C++ stage 1 and stage 2 building its tape; Python
-                   objects are made lazily, so none are (the events are counted after the
-                   clock stops). The first parse in a fresh process and a fresh Parser, as a
-                   user sees it: it pays the page faults of allocating the tape. Best of
-                   --repeat, each fresh.
+                   beforehand): simdjson copying the input into its padded buffer, then its
+                   C++ stage 1 and stage 2 building its tape; Python objects are made lazily,
+                   so none are (the events are counted after the clock stops). The first
+                   parse in a fresh process and a fresh Parser, as a user sees it: it pays the
+                   page faults of the buffer and the tape. Best of --repeat, each fresh.
   simdjson parse (warm)  the same Parser parsing the same bytes again (--repeat more times in
                    each of those processes), reusing its tape: the best of them, simdjson's
                    speed once its memory is in place (peak RSS: the process's after them all).
@@ -83,9 +83,12 @@ def _version(module: Any) -> str:
     if hasattr(module, "__version__"):
         return str(module.__version__)
     if module.__name__ == "simdjson":  # pysimdjson has no __version__
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        return version("pysimdjson")
+        try:
+            return version("pysimdjson")
+        except PackageNotFoundError:  # a simdjson module from another distribution
+            return "unknown"
     return sys.version.split()[0]
 
 

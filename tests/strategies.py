@@ -441,9 +441,12 @@ class _TextRenderer:
     def __init__(self, draw, features):
         self.draw = draw
         self.f = features
-        # The whitespace between tokens comes from a Random seeded by one draw: the same
-        # layouts as a draw per token, at a fraction of the engine's cost (whitespace is most
-        # of a rendering's choices); only its shrinking is coarser.
+        # The whitespace between tokens comes from a Random seeded by one draw (replays
+        # reproduce it): the same kinds of whitespace as a draw per token, at a fraction of the
+        # engine's cost (whitespace is most of a rendering's choices). What is lost: hypothesis
+        # neither biases nor shrinks the whitespace, and a structure changed while shrinking
+        # shifts the whitespace that follows, so a failure that depends on whitespace shrinks
+        # poorly (the failing text is still reported whole).
         self.rng = draw(st.randoms(use_true_random=True))
 
     # whitespace between tokens; `need` = at least one whitespace character is required

@@ -658,51 +658,28 @@ def test_memory_addresses_past_int64_and_args_of_b_e_pairs(tmp_path: Path) -> No
 
 def _bind_reference(events: list[dict[str, Any]], device: int, ts: int,
                     enclosing: bool) -> int | None:
-    """The event a flow point binds to, from the events table: with `enclosing`, the innermost
-    event of non-zero length on the track holding ts (the last, in (start, end descending,
-    row) order, of the 4096 starting at or before ts that ends at or after it); otherwise the
-    first to start at or after ts."""
-    rows = sorted((r for r, e in enumerate(events) if e["device_index"] == device),
-                  key=lambda r: (events[r]["start_ns"], -events[r]["end_ns"], r))
+    """The event a flow point binds to, from the events table (docs/api.md, links): with
+    `enclosing`, of the track's 4096 events that start last at or before ts, the innermost
+    holding ts with a non-zero length (start <= ts <= end, end > start; innermost: the latest
+    start, then the earliest end, then the latest row); otherwise the first event (by start,
+    then end descending, then row) to start at or after ts."""
+    track = [r for r, e in enumerate(events) if e["device_index"] == device]
+
+    def order(r: int) -> tuple[int, int, int]:
+        return (events[r]["start_ns"], -events[r]["end_ns"], r)
+
     if not enclosing:
-        return next((r for r in rows if events[r]["start_ns"] >= ts), None)
-    before = [r for r in rows if events[r]["start_ns"] <= ts][-4096:]
-    for r in reversed(before):
-        e = events[r]
-        if e["end_ns"] >= ts and e["end_ns"] > e["start_ns"]:
-            return r
-    return None
+        later = [r for r in track if events[r]["start_ns"] >= ts]
+        return min(later, key=order) if later else None
+    window = sorted((r for r in track if events[r]["start_ns"] <= ts), key=order)[-4096:]
+    holding = [r for r in window
+               if events[r]["start_ns"] <= ts <= events[r]["end_ns"]
+               and events[r]["end_ns"] > events[r]["start_ns"]]
+    return max(holding, key=order) if holding else None
 
 
-# A small range: flow points often fall on an event's start or end.
-_flow_times = st.integers(min_value=0, max_value=12)
-
-
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    spans=st.lists(st.tuples(st.integers(0, 2), _flow_times, st.integers(0, 8)), min_size=1,
-                   max_size=25),
-    flows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), _flow_times,
-                             st.sampled_from(["s", "t", "f"]), st.booleans()), max_size=30),
-)
-def test_flow_points_bind_as_the_reference_does(
-        tmp_path: Path, spans: list[tuple[int, int, int]],
-        flows: list[tuple[int, int, int, str, bool]]) -> None:
-    # Flow points out of time order on a track, events nested, zero-length and interleaved
-    # across tracks: each link's events are the reference's, computed from the events table.
-    events: list[dict[str, Any]] = [
-        {"ph": "X", "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
-        for i, (tid, ts, dur) in enumerate(spans)]
-    for fid, tid, ts, ph, enclosing in flows:
-        point: dict[str, Any] = {"ph": ph, "id": fid, "pid": 1, "tid": tid, "ts": ts,
-                                 "cat": "c", "name": "n"}
-        if enclosing:
-            point["bp"] = "e"
-        events.append(point)
-    doc = json.dumps({"traceEvents": events}).encode()
-    t = _open_bytes(tmp_path, doc)
-    check_against_oracle(t, doc)
+def _check_binds(t: tracecore.Trace, doc: bytes) -> int:
+    """Each link's events against _bind_reference; returns the number of links."""
     rows = t.events.to_pylist()
     lines = t.devices["line_id"].to_pylist()
     index = {tid: d for d, tid in enumerate(lines)}
@@ -713,3 +690,103 @@ def test_flow_points_bind_as_the_reference_does(
         assert lk["from_event_id"] == _bind_reference(rows, index[a.track[1]], a.ts_ns, True)
         to_device = index[b.track[1]]
         assert lk["to_event_id"] == _bind_reference(rows, to_device, b.ts_ns, b.bp == "e")
+    return len(links)
+
+
+# A small range: flow points often fall on an event's start or end.
+_flow_times = st.integers(min_value=0, max_value=12)
+_flow_points = st.tuples(st.integers(0, 2), _flow_times, st.booleans())  # tid, ts, bp "e"
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 2), _flow_times, st.integers(0, 8)), min_size=1,
+                   max_size=25),
+    # Chains (an s, then t points, then maybe an f) and stray points of any phase.
+    chains=st.lists(st.tuples(st.integers(0, 3), st.lists(_flow_points, min_size=2, max_size=5),
+                              st.booleans()), max_size=5),
+    strays=st.lists(st.tuples(st.integers(0, 3), _flow_points, st.sampled_from(["s", "t", "f"])),
+                    max_size=8),
+)
+def test_flow_points_bind_as_the_reference_does(
+        tmp_path: Path, spans: list[tuple[int, int, int]],
+        chains: list[tuple[int, list[tuple[int, int, bool]], bool]],
+        strays: list[tuple[int, tuple[int, int, bool], str]]) -> None:
+    # Flow points out of time order on a track, events nested, zero-length and interleaved
+    # across tracks: each link's events are the reference's, computed from the events table.
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+        for i, (tid, ts, dur) in enumerate(spans)]
+    points: list[tuple[int, tuple[int, int, bool], str]] = []
+    for fid, chain, closed in chains:
+        phases = ["s"] + ["t"] * (len(chain) - 2) + ["f" if closed else "t"]
+        points += [(fid, p, ph) for p, ph in zip(chain, phases, strict=True)]
+    for fid, (tid, ts, enclosing), ph in points + strays:
+        point: dict[str, Any] = {"ph": ph, "id": fid, "pid": 1, "tid": tid, "ts": ts,
+                                 "cat": "c", "name": "n"}
+        if enclosing:
+            point["bp"] = "e"
+        events.append(point)
+    doc = json.dumps({"traceEvents": events}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    n = _check_binds(t, doc)
+    assert n >= sum(len(chain) - 1 for _, chain, _ in chains)  # strays come after: only add
+
+
+@pytest.mark.parametrize("nested", [4094, 4095, 4096])
+def test_flow_bind_window_is_4096_events(tmp_path: Path, nested: int) -> None:
+    # One long event, then `nested` zero-length ones inside it: the long event is among the
+    # 4096 that start last at or before the flow point only while nested <= 4095.
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "name": "long", "pid": 1, "tid": 1, "ts": 0, "dur": 10**6}]
+    events += [{"ph": "X", "name": "z", "pid": 1, "tid": 1, "ts": 1 + i, "dur": 0}
+               for i in range(nested)]
+    events += [{"ph": "s", "id": 7, "pid": 1, "tid": 1, "ts": nested + 5, "cat": "c", "name": "n"},
+               {"ph": "f", "id": 7, "pid": 1, "tid": 2, "ts": nested + 6, "cat": "c", "name": "n"},
+               {"ph": "X", "name": "k", "pid": 1, "tid": 2, "ts": nested + 6, "dur": 1}]
+    doc = json.dumps({"traceEvents": events}).encode()
+    t = _open_bytes(tmp_path, doc)
+    assert _check_binds(t, doc) == 1
+    (link,) = t.links.to_pylist()
+    assert link["from_event_id"] == (0 if nested <= 4095 else None)
+    assert link["to_event_id"] == nested + 1
+
+
+def _colliding_ids(n: int) -> list[int]:
+    """Ids that an unsalted version of the pairing's hash (Mix((id * golden) ^ kind)) sends to
+    one slot of any table up to 2^32 slots: the input that made the pairing quadratic."""
+    mask = (1 << 64) - 1
+    c, g = 0xFF51AFD7ED558CCD, 0x9E3779B97F4A7C15
+    c_inv, g_inv = pow(c, -1, 1 << 64), pow(g, -1, 1 << 64)
+
+    def unmix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * c_inv) & mask
+        return h ^ (h >> 33)
+
+    out = []
+    for j in range(1, n + 1):
+        v = ((unmix(j << 32) ^ 1) * g_inv) & mask
+        out.append(v - (1 << 64) if v >= 1 << 63 else v)
+    return out
+
+
+def test_flow_ids_chosen_to_collide_pair_as_the_oracle_does(tmp_path: Path) -> None:
+    # 3000 flows open at once with ids crafted against an unsalted hash, then closed in
+    # reverse: the same links as the reference's, in the file order of their second point.
+    ids = _colliding_ids(3000)
+    events: list[dict[str, Any]] = [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0,
+                                     "dur": 10**6}]
+    events += [{"ph": "s", "id": i, "pid": 1, "tid": 1, "ts": k, "cat": "c", "name": "n"}
+               for k, i in enumerate(ids)]
+    events += [{"ph": "f", "id": i, "pid": 1, "tid": 1, "ts": 5000 + k, "cat": "c", "name": "n"}
+               for k, i in enumerate(reversed(ids))]
+    doc = json.dumps({"traceEvents": events}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    links = t.links.to_pylist()
+    assert len(links) == 3000
+    assert [lk["flow_id"] for lk in links] == [str(i) for i in reversed(ids)]
+    assert {lk["from_event_id"] for lk in links} == {0}

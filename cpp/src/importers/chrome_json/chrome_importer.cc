@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -69,19 +68,23 @@ struct FlowPoint {
 
 // The open point of each flow (cat, id) while the flow points are paired: open addressing with
 // linear probing, deletion by shifting the run back (no tombstones), grown at half full. Holds
-// only the flows open at once, usually a handful.
+// only the flows open at once, usually a handful. The hash is salted per process, so ids a
+// file chooses cannot make every key land in one slot (quadratic probing on a crafted file).
 class OpenFlows {
  public:
+  static constexpr size_t kNone = SIZE_MAX;
+
   OpenFlows() : slots_(64) {}
 
-  // The open point of (cat, id), or nullptr; valid until the next Insert or Erase.
-  uint32_t* Find(uint32_t cat, const IdKey& id) {
+  // The slot holding (cat, id), or kNone; valid until the next Insert or Erase.
+  size_t Find(uint32_t cat, const IdKey& id) const {
     for (size_t i = Home(cat, id);; i = (i + 1) & Mask()) {
-      Slot& s = slots_[i];
-      if (!s.used) return nullptr;
-      if (s.cat == cat && s.id == id) return &s.point;
+      const Slot& s = slots_[i];
+      if (!s.used) return kNone;
+      if (s.cat == cat && s.id == id) return i;
     }
   }
+  uint32_t& Point(size_t slot) { return slots_[slot].point; }
   void Insert(uint32_t cat, const IdKey& id, uint32_t point) {
     if (2 * (size_ + 1) > slots_.size()) Grow();
     size_t i = Home(cat, id);
@@ -89,11 +92,7 @@ class OpenFlows {
     slots_[i] = Slot{id, cat, point, true};
     ++size_;
   }
-  // Erases the slot Find returned.
-  void Erase(uint32_t* point) {
-    size_t hole = static_cast<size_t>(reinterpret_cast<Slot*>(reinterpret_cast<char*>(point) -
-                                                              offsetof(Slot, point)) -
-                                      slots_.data());
+  void Erase(size_t hole) {
     slots_[hole].used = false;
     --size_;
     // Entries after the hole whose home is not between the hole and them move into it.
@@ -114,10 +113,19 @@ class OpenFlows {
     uint32_t point = 0;
     bool used = false;
   };
+  // A per-process random salt (the address of a local and the clock: no call that can fail).
+  static uint64_t Salt() {
+    static const uint64_t salt = [] {
+      const int local = 0;
+      const auto now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+      return Mix(reinterpret_cast<uintptr_t>(&local) ^ Mix(now + 0x9E3779B97F4A7C15ull));
+    }();
+    return salt;
+  }
   size_t Mask() const { return slots_.size() - 1; }
   size_t Home(uint32_t cat, const IdKey& id) const {
-    return Mix(static_cast<uint64_t>(id.value) * 0x9E3779B97F4A7C15ull ^ (uint64_t{cat} << 8) ^ id.kind) &
-           Mask();
+    const uint64_t key = (static_cast<uint64_t>(id.value) ^ Salt()) * 0x9E3779B97F4A7C15ull;
+    return Mix(key ^ (uint64_t{cat} << 8) ^ id.kind ^ Salt()) & Mask();
   }
   void Grow() {
     std::vector<Slot> old(slots_.size() * 2);
@@ -233,19 +241,15 @@ void KeepRows(Column&, const std::vector<uint8_t>&) {
 }
 
 // Reorders a column's rows: row k becomes the old row order[k] (rows not named are dropped).
-// The rows are gathered into `scratch` (room for order.size() values of the widest column,
-// shared by every column: one buffer of fresh pages instead of one per column) and copied back.
 template <class T, class A>
-void PermuteRows(std::vector<T, A>& column, const std::vector<uint32_t>& order, void* scratch) {
-  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(std::max_align_t));
+void PermuteRows(std::vector<T, A>& column, const std::vector<uint32_t>& order) {
   if (column.empty()) return;  // an optional column left empty
-  T* out = static_cast<T*>(scratch);
+  std::vector<T, A> out(order.size());
   for (size_t k = 0; k < order.size(); ++k) out[k] = column[order[k]];
-  column.resize(order.size());
-  std::memcpy(column.data(), out, order.size() * sizeof(T));
+  column.swap(out);
 }
 template <class Column>
-void PermuteRows(Column&, const std::vector<uint32_t>&, void*) {
+void PermuteRows(Column&, const std::vector<uint32_t>&) {
   throw std::logic_error("PermuteRows: a string or list column in events");
 }
 
@@ -333,12 +337,9 @@ class Importer : public chrome_json::ChromeEventVisitor {
         for (size_t i = 0; i < n; ++i) {
           if (remap[i] >= 0) order[static_cast<size_t>(remap[i])] = static_cast<uint32_t>(i);
         }
-        // Room for the widest column (8-byte values), uninitialised: written before read.
-        const std::unique_ptr<int64_t[]> scratch(new int64_t[order.size()]);
-        t_.events.ForEachColumn([&order, &scratch](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
-          static_assert(sizeof(typename std::decay_t<decltype(column)>::value_type) <= sizeof(int64_t));
-          PermuteRows(column, order, scratch.get());
-          if (valid != nullptr) PermuteRows(*valid, order, scratch.get());
+        t_.events.ForEachColumn([&order](const ColumnDef&, auto& column, Column<uint8_t>* valid) {
+          PermuteRows(column, order);
+          if (valid != nullptr) PermuteRows(*valid, order);
         });
         for (int64_t& id : t_.alloc_records.event_id) {
           if (id >= 0) id = remap[static_cast<size_t>(id)];
@@ -914,19 +915,19 @@ class Importer : public chrome_json::ChromeEventVisitor {
     OpenFlows open;
     for (uint32_t p = 0; p < flows_.size(); ++p) {
       const FlowPoint& fp = flows_[p];
-      uint32_t* slot = open.Find(fp.cat, fp.id);
+      const size_t slot = open.Find(fp.cat, fp.id);
       if (fp.phase == 's') {
-        if (slot != nullptr) {
-          *slot = p;
+        if (slot != OpenFlows::kNone) {
+          open.Point(slot) = p;
         } else {
           open.Insert(fp.cat, fp.id, p);
         }
-      } else if (slot != nullptr) {
-        steps.emplace_back(p, *slot);
+      } else if (slot != OpenFlows::kNone) {
+        steps.emplace_back(p, open.Point(slot));
         if (fp.phase == 'f') {
           open.Erase(slot);
         } else {
-          *slot = p;
+          open.Point(slot) = p;
         }
       }
     }
