@@ -74,7 +74,7 @@ class OpenFlows {
  public:
   static constexpr size_t kNone = SIZE_MAX;
 
-  OpenFlows() : slots_(64) {}
+  OpenFlows() : slots_(64), salt_(Salt()) {}
 
   // The slot holding (cat, id), or kNone; valid until the next Insert or Erase.
   size_t Find(uint32_t cat, const IdKey& id) const {
@@ -124,8 +124,8 @@ class OpenFlows {
   }
   size_t Mask() const { return slots_.size() - 1; }
   size_t Home(uint32_t cat, const IdKey& id) const {
-    const uint64_t key = (static_cast<uint64_t>(id.value) ^ Salt()) * 0x9E3779B97F4A7C15ull;
-    return Mix(key ^ (uint64_t{cat} << 8) ^ id.kind ^ Salt()) & Mask();
+    const uint64_t key = (static_cast<uint64_t>(id.value) ^ salt_) * 0x9E3779B97F4A7C15ull;
+    return Mix(key ^ (uint64_t{cat} << 8) ^ id.kind ^ salt_) & Mask();
   }
   void Grow() {
     std::vector<Slot> old(slots_.size() * 2);
@@ -137,6 +137,7 @@ class OpenFlows {
   }
 
   std::vector<Slot> slots_;
+  uint64_t salt_;
   size_t size_ = 0;
 };
 
