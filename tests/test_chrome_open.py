@@ -793,3 +793,43 @@ def test_flow_ids_chosen_to_collide_pair_as_the_oracle_does(tmp_path: Path) -> N
     assert len(links) == 3000
     assert [lk["flow_id"] for lk in links] == [str(i) for i in reversed(ids)]
     assert {lk["from_event_id"] for lk in links} == {0}
+
+
+def _colliding_tracks(n: int) -> list[tuple[int, int]]:
+    """(pid, tid) pairs, integers, that an unsalted version of the track hash
+    (Mix(Mix(pid * 4 + 1) * 31 + Mix(tid * 4 + 1))) gives one and the same hash: the input that
+    made every track lookup walk all the tracks before it."""
+    mask = (1 << 64) - 1
+    c = 0xFF51AFD7ED558CCD
+    c_inv = pow(c, -1, 1 << 64)
+
+    def mix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * c) & mask
+        return h ^ (h >> 33)
+
+    def unmix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * c_inv) & mask
+        return h ^ (h >> 33)
+
+    out: list[tuple[int, int]] = []
+    pid = 0
+    while len(out) < n:
+        pid += 1
+        x = unmix((12345 - 31 * mix(pid * 4 + 1)) & mask)
+        if x % 4 == 1 and (x - 1) // 4 < 2**63:
+            out.append((pid, (x - 1) // 4))
+    return out
+
+
+def test_track_ids_chosen_to_collide_read_as_the_oracle_does(tmp_path: Path) -> None:
+    # 3000 tracks whose (pid, tid) were crafted against an unsalted hash: each its own device
+    # row, with the events and spans the reference gives. Nothing is timed: this keeps the input.
+    events = [{"ph": "X", "name": f"op{k}", "pid": pid, "tid": tid, "ts": k, "dur": 1}
+              for k, (pid, tid) in enumerate(_colliding_tracks(3000))]
+    doc = json.dumps({"traceEvents": events}).encode()
+    t = _open_bytes(tmp_path, doc)
+    check_against_oracle(t, doc)
+    assert len(t.devices) == 3000
+    assert t.devices["line_id"].to_pylist() == [e["tid"] for e in events]

@@ -46,12 +46,28 @@ inline uint64_t Mix(uint64_t h) {
   h ^= h >> 33;
   return h;
 }
+// A per-process random salt for the hashes of ids a file chooses (pids, tids, flow ids): with
+// a fixed hash a file could give every track or flow the same hash and make each lookup walk
+// them all. The address of a local and the clock: no call that can fail.
+uint64_t HashSalt() {
+  static const uint64_t salt = [] {
+    const int local = 0;
+    const auto now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return Mix(reinterpret_cast<uintptr_t>(&local) ^ Mix(now + 0x9E3779B97F4A7C15ull));
+  }();
+  return salt;
+}
+
 struct IdKeyHash {
-  size_t operator()(const IdKey& k) const { return Mix(static_cast<uint64_t>(k.value) * 4 + k.kind); }
+  uint64_t salt = HashSalt();
+  size_t operator()(const IdKey& k) const {
+    return Mix((static_cast<uint64_t>(k.value) ^ salt) * 0x9E3779B97F4A7C15ull + k.kind);
+  }
 };
 struct TrackKeyHash {
+  IdKeyHash id;
   size_t operator()(const TrackKey& k) const {
-    return Mix(IdKeyHash()(k.pid) * 31 + IdKeyHash()(k.tid));
+    return Mix(id(k.pid) * 31 + id(k.tid));
   }
 };
 
@@ -68,13 +84,13 @@ struct FlowPoint {
 
 // The open point of each flow (cat, id) while the flow points are paired: open addressing with
 // linear probing, deletion by shifting the run back (no tombstones), grown at half full. Holds
-// only the flows open at once, usually a handful. The hash is salted per process, so ids a
-// file chooses cannot make every key land in one slot (quadratic probing on a crafted file).
+// only the flows open at once, usually a handful. The hash is salted (HashSalt), so ids a file
+// chooses cannot make every key land in one slot (quadratic probing on a crafted file).
 class OpenFlows {
  public:
   static constexpr size_t kNone = SIZE_MAX;
 
-  OpenFlows() : slots_(64), salt_(Salt()) {}
+  OpenFlows() : slots_(64), salt_(HashSalt()) {}
 
   // The slot holding (cat, id), or kNone; valid until the next Insert or Erase.
   size_t Find(uint32_t cat, const IdKey& id) const {
@@ -113,15 +129,6 @@ class OpenFlows {
     uint32_t point = 0;
     bool used = false;
   };
-  // A per-process random salt (the address of a local and the clock: no call that can fail).
-  static uint64_t Salt() {
-    static const uint64_t salt = [] {
-      const int local = 0;
-      const auto now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-      return Mix(reinterpret_cast<uintptr_t>(&local) ^ Mix(now + 0x9E3779B97F4A7C15ull));
-    }();
-    return salt;
-  }
   size_t Mask() const { return slots_.size() - 1; }
   size_t Home(uint32_t cat, const IdKey& id) const {
     const uint64_t key = (static_cast<uint64_t>(id.value) ^ salt_) * 0x9E3779B97F4A7C15ull;
