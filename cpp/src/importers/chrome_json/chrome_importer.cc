@@ -84,13 +84,13 @@ struct FlowPoint {
 
 // The open point of each flow (cat, id) while the flow points are paired: open addressing with
 // linear probing, deletion by shifting the run back (no tombstones), grown at half full. Holds
-// only the flows open at once, usually a handful. The hash is salted (HashSalt), so ids a file
-// chooses cannot make every key land in one slot (quadratic probing on a crafted file).
+// only the flows open at once, usually a handful. Ids hash through the salted IdKeyHash, so ids
+// a file chooses cannot make every key land in one slot (quadratic probing on a crafted file).
 class OpenFlows {
  public:
   static constexpr size_t kNone = SIZE_MAX;
 
-  OpenFlows() : slots_(64), salt_(HashSalt()) {}
+  OpenFlows() : slots_(64) {}
 
   // The slot holding (cat, id), or kNone; valid until the next Insert or Erase.
   size_t Find(uint32_t cat, const IdKey& id) const {
@@ -131,8 +131,7 @@ class OpenFlows {
   };
   size_t Mask() const { return slots_.size() - 1; }
   size_t Home(uint32_t cat, const IdKey& id) const {
-    const uint64_t key = (static_cast<uint64_t>(id.value) ^ salt_) * 0x9E3779B97F4A7C15ull;
-    return Mix(key ^ (uint64_t{cat} << 8) ^ id.kind ^ salt_) & Mask();
+    return Mix(hash_(id) ^ (uint64_t{cat} << 8)) & Mask();
   }
   void Grow() {
     std::vector<Slot> old(slots_.size() * 2);
@@ -144,7 +143,7 @@ class OpenFlows {
   }
 
   std::vector<Slot> slots_;
-  uint64_t salt_;
+  IdKeyHash hash_;  // salted
   size_t size_ = 0;
 };
 
